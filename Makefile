@@ -1,0 +1,54 @@
+# kvrouter build. `make help` lists the targets.
+GO       ?= go
+PKGS     := ./...
+BIN      := bin/kvrouter
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+# Packages whose code runs goroutines; they are also tested with the race detector in `make test`.
+RACE_PKGS := ./routing/...
+BENCHTIME ?= 1s
+FUZZTIME  ?= 30s
+
+export GOTOOLCHAIN := local
+export GOFLAGS ?= -buildvcs=false
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/kvrouter (static, stripped).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o $(BIN) ./cmd/kvrouter
+
+.PHONY: test
+test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages.
+	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+.PHONY: test-race
+test-race: ## Every package under the race detector.
+	$(GO) test -count=1 -race $(PKGS)
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: bench
+bench: ## Benchmarks of every package (BENCHTIME=1s by default).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCHTIME) $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (30s by default).
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime=$(FUZZTIME) ./traces
+
+.PHONY: demo
+demo: ## Replay the bundled trace through the simulator and print the policy table.
+	$(GO) run ./cmd/kvrouter demo
+
+.PHONY: clean
+clean: ## Remove build outputs.
+	rm -rf bin
