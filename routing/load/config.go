@@ -1,0 +1,70 @@
+package load
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultMaxRequestAge is the request-liveness safety timeout. A request
+// whose completion never reaches the router (a lost Free) would otherwise be
+// phantom load forever; five minutes is longer than any normal generation
+// and matches the reference router's default of 300 seconds.
+const DefaultMaxRequestAge = 300 * time.Second
+
+// Config configures a Tracker. Start from DefaultConfig: the zero value
+// turns every tracking toggle off.
+type Config struct {
+	// BlockSize is the engines' KV block size in tokens. It must match the
+	// block size the request hashes were computed with; there is no safe
+	// default, so DefaultConfig takes it as an argument.
+	BlockSize int
+	// TrackPrefillTokens counts uncached prompt tokens as active prefill
+	// load until the request's first output token. Default on. Off, active
+	// prefill is always zero (a disaggregated decode stage does no prefill).
+	TrackPrefillTokens bool
+	// AssumeKVReuse de-duplicates identical prompt blocks of active requests
+	// on one worker, because the engine's prefix cache shares them. Default
+	// on. Off, every request's blocks count in full (used where blocks are
+	// not shared, e.g. a disaggregated decode stage).
+	AssumeKVReuse bool
+	// TrackOutputBlocks adds one private block each time a request's
+	// generated tokens cross a block boundary (AddOutputTokens). Default off:
+	// it is experimental in the reference router, and decode growth is
+	// usually small next to prompt blocks.
+	TrackOutputBlocks bool
+	// MaxRequestAge is the age, measured from Add, after which Expire frees
+	// a request. Zero disables expiry. Default DefaultMaxRequestAge.
+	MaxRequestAge time.Duration
+}
+
+// DefaultConfig returns the reference router's defaults for the given block
+// size: prefill tracking and KV-reuse de-duplication on, output-block
+// tracking off, expiry after 300 s.
+func DefaultConfig(blockSize int) Config {
+	return Config{
+		BlockSize:          blockSize,
+		TrackPrefillTokens: true,
+		AssumeKVReuse:      true,
+		MaxRequestAge:      DefaultMaxRequestAge,
+	}
+}
+
+// LoadAwareConfig returns the tracker half of the load-aware preset: KV
+// reuse is not assumed (the router has no cache state to trust), while
+// active blocks and prefill tokens are tracked.
+func LoadAwareConfig(blockSize int) Config {
+	c := DefaultConfig(blockSize)
+	c.AssumeKVReuse = false
+	return c
+}
+
+// Validate reports the first invalid field, naming its configuration key.
+func (c Config) Validate() error {
+	if c.BlockSize <= 0 {
+		return fmt.Errorf("%w: block_size must be > 0, got %d", ErrInvalidConfig, c.BlockSize)
+	}
+	if c.MaxRequestAge < 0 {
+		return fmt.Errorf("%w: active_request_expiry must be >= 0, got %v", ErrInvalidConfig, c.MaxRequestAge)
+	}
+	return nil
+}

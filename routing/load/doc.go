@@ -1,0 +1,41 @@
+// Package load tracks the active load of every worker: the requests a router
+// has dispatched and not yet seen finish. It is the router's "active
+// sequences" (slot) tracker, and it projects, for a request that is being
+// routed, what each candidate worker's load would become if it took that
+// request. The projection feeds the cost model in routing/policy.
+//
+// Three quantities are kept per worker (routing.Worker, one data-parallel
+// rank of one engine):
+//   - active prefill tokens: the uncached prompt tokens of requests that have
+//     not produced their first output token (ISL minus the device-cached
+//     prefix, never below zero);
+//   - active decode blocks: the KV blocks held by active requests. With
+//     AssumeKVReuse, a prompt block named by the same routing.SeqHash and
+//     held by several active requests of one worker counts once, because the
+//     engine's prefix cache stores it once; a partial tail block and output
+//     blocks are private to their request and always count;
+//   - active requests.
+//
+// Guarantees. Loads never go negative and return to exactly zero once every
+// request is freed; a worker with no active request holds no memory. Free is
+// idempotent, so a completion racing an expiry or a cancellation is harmless.
+// Potential is exact when the hashes are chained sequence hashes from the
+// first block of the prompt (routing.BlockHashes): then the blocks of a
+// request that are already active on a worker form a prefix of its hashes,
+// and the projection finds their count with a binary search over a per-worker
+// reference-count map, in O(workers * log(blocks)) time and with no
+// allocation beyond the caller's result slice.
+//
+// Refusals. The tracker does not read a clock: every time-dependent call
+// takes now as an argument, and expiry happens only when Expire is called.
+// It does not model prefill duration (no AIConfigurator-style backlog
+// model), does not sample hashes with a stride, and does not weight output
+// blocks by an expected output length. It refuses duplicate request ids,
+// negative sizes and a hash list longer than the prompt, with errors
+// wrapping ErrInvalidRequest or ErrDuplicateRequest; it never panics on bad
+// input. State is not persisted and not shared between router nodes.
+//
+// Concurrency. A Tracker is safe for concurrent use. Mutations take an
+// exclusive lock; Potential, Active, Len and ExpiredTotal take a shared lock,
+// so projections for concurrent requests run in parallel.
+package load

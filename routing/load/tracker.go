@@ -1,0 +1,240 @@
+package load
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Request is what Add books: one routed request and the worker it was sent
+// to.
+type Request struct {
+	// ID is the caller's request id; it must be unique among active
+	// requests.
+	ID string
+	// Worker is the rank the request was dispatched to.
+	Worker routing.Worker
+	// Hashes are the chained sequence hashes of the prompt's complete blocks
+	// (routing.BlockHashes). They are what KV-reuse de-duplication compares.
+	Hashes []routing.SeqHash
+	// ISLTokens is the prompt length in tokens. It must cover the hashed
+	// blocks; tokens beyond them occupy private blocks.
+	ISLTokens int
+	// CachedBlocks is the device-tier prefix the worker already held when the
+	// request was routed (routing.Overlap.Device); those tokens need no
+	// prefill.
+	CachedBlocks int
+}
+
+// active is the tracker's record of one active request.
+type active struct {
+	worker routing.Worker
+	// hashes is a private copy of the prompt hashes, kept only when KV
+	// reuse is assumed, to release the shared blocks on Free.
+	hashes        []routing.SeqHash
+	isl           int64
+	prefillTokens int64 // uncached tokens still counted as prefill load
+	decodeBlocks  int64 // blocks this request added beyond shared ones
+	outputTokens  int64
+	added         time.Time
+}
+
+// Tracker is the active-load tracker. Create it with New.
+type Tracker struct {
+	cfg       Config
+	blockSize int64
+
+	mu       sync.RWMutex
+	workers  map[routing.Worker]*workerState
+	requests map[string]*active
+	expired  uint64
+}
+
+// New returns an empty tracker, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Tracker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Tracker{
+		cfg:       cfg,
+		blockSize: int64(cfg.BlockSize),
+		workers:   make(map[routing.Worker]*workerState),
+		requests:  make(map[string]*active),
+	}, nil
+}
+
+// Config returns the configuration the tracker was created with.
+func (t *Tracker) Config() Config { return t.cfg }
+
+// Add books a request on its worker at time now.
+func (t *Tracker) Add(r Request, now time.Time) error {
+	if err := t.checkRequest(r); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, dup := t.requests[r.ID]; dup {
+		return fmt.Errorf("%w: %q", ErrDuplicateRequest, r.ID)
+	}
+	a := &active{worker: r.Worker, isl: int64(r.ISLTokens), added: now}
+	ws := t.workerFor(r.Worker)
+	if t.cfg.TrackPrefillTokens {
+		a.prefillTokens = t.uncached(a.isl, int64(r.CachedBlocks))
+		ws.prefillTokens += a.prefillTokens
+	}
+	total := ceilDiv(a.isl, t.blockSize)
+	if t.cfg.AssumeKVReuse {
+		a.hashes = append([]routing.SeqHash(nil), r.Hashes...)
+		a.decodeBlocks = total - int64(len(r.Hashes))
+		ws.decodeBlocks += ws.addShared(a.hashes)
+	} else {
+		a.decodeBlocks = total
+	}
+	ws.decodeBlocks += a.decodeBlocks
+	ws.activeRequests++
+	t.requests[r.ID] = a
+	return nil
+}
+
+// checkRequest validates a request before any state changes.
+func (t *Tracker) checkRequest(r Request) error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("%w: empty id", ErrInvalidRequest)
+	case r.CachedBlocks < 0:
+		return fmt.Errorf("%w: %q: cached blocks %d < 0", ErrInvalidRequest, r.ID, r.CachedBlocks)
+	}
+	return t.checkPrompt(r.Hashes, r.ISLTokens)
+}
+
+// checkPrompt validates a prompt's hashes against its length.
+func (t *Tracker) checkPrompt(hashes []routing.SeqHash, isl int) error {
+	if isl < 0 {
+		return fmt.Errorf("%w: isl %d < 0", ErrInvalidRequest, isl)
+	}
+	if int64(len(hashes)) > int64(isl)/t.blockSize {
+		return fmt.Errorf("%w: %d hashed blocks exceed isl %d at block size %d",
+			ErrInvalidRequest, len(hashes), isl, t.blockSize)
+	}
+	return nil
+}
+
+// workerFor returns the state of w, creating it. Callers hold the lock.
+func (t *Tracker) workerFor(w routing.Worker) *workerState {
+	ws := t.workers[w]
+	if ws == nil {
+		ws = &workerState{}
+		t.workers[w] = ws
+	}
+	return ws
+}
+
+// uncached is the prompt tokens not covered by a device-cached prefix.
+func (t *Tracker) uncached(isl, cachedBlocks int64) int64 {
+	return max(0, isl-cachedBlocks*t.blockSize)
+}
+
+// PrefillComplete records the request's first output token: its uncached
+// tokens stop counting as prefill load. Repeated calls are harmless.
+func (t *Tracker) PrefillComplete(id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.requests[id]
+	if a == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownRequest, id)
+	}
+	t.completePrefill(a)
+	return nil
+}
+
+// completePrefill drops a request's prefill load. Callers hold the lock.
+func (t *Tracker) completePrefill(a *active) {
+	t.workers[a.worker].prefillTokens -= a.prefillTokens
+	a.prefillTokens = 0
+}
+
+// AddOutputTokens records n more generated tokens. A request that generates
+// has finished its prefill, so this also does what PrefillComplete does.
+// With TrackOutputBlocks, a block is added each time the sequence (prompt
+// plus output) crosses a block boundary.
+func (t *Tracker) AddOutputTokens(id string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %q: output tokens %d < 0", ErrInvalidRequest, id, n)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.requests[id]
+	if a == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownRequest, id)
+	}
+	t.completePrefill(a)
+	before := ceilDiv(a.isl+a.outputTokens, t.blockSize)
+	a.outputTokens += int64(n)
+	if t.cfg.TrackOutputBlocks {
+		grown := ceilDiv(a.isl+a.outputTokens, t.blockSize) - before
+		a.decodeBlocks += grown
+		t.workers[a.worker].decodeBlocks += grown
+	}
+	return nil
+}
+
+// Free releases a request's load. It reports whether the request was
+// active; freeing an unknown or already freed id does nothing.
+func (t *Tracker) Free(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.free(id)
+}
+
+// free releases a request. Callers hold the lock.
+func (t *Tracker) free(id string) bool {
+	a := t.requests[id]
+	if a == nil {
+		return false
+	}
+	delete(t.requests, id)
+	ws := t.workers[a.worker]
+	ws.prefillTokens -= a.prefillTokens
+	ws.decodeBlocks -= a.decodeBlocks
+	if len(a.hashes) > 0 {
+		ws.decodeBlocks -= ws.removeShared(a.hashes)
+	}
+	ws.activeRequests--
+	if ws.activeRequests == 0 {
+		delete(t.workers, a.worker)
+	}
+	return true
+}
+
+// RemoveWorker frees every active request of a worker that left the fleet
+// and returns how many there were.
+func (t *Tracker) RemoveWorker(w routing.Worker) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for id, a := range t.requests {
+		if a.worker == w && t.free(id) {
+			n++
+		}
+	}
+	return n
+}
+
+// Active returns the current load of a worker, without any new request.
+func (t *Tracker) Active(w routing.Worker) routing.Load {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.workers[w].load()
+}
+
+// Len returns the number of active requests on all workers.
+func (t *Tracker) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.requests)
+}
+
+// ceilDiv divides rounding up; b is positive and a non-negative.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,52 @@
+// Package policy chooses the worker that serves a request: eligibility
+// filters narrow the candidates, then a selector picks one of them. Both are
+// small plugin interfaces (Filter, Selector), one implementation per file,
+// and New builds a selector by its configuration name.
+//
+// Selectors: "kv" (the KV cost model: cached prefix credit against prefill
+// and decode load, argmin with uniform random tie-break or softmax sampling
+// at a temperature), "two-tier" (load tier, then cache tier, then least
+// loaded), "round-robin", "random", "power-of-two", "least-loaded",
+// "device-aware-weighted" and "direct". Filters: the request's allowed
+// workers, its pinned worker and rank, and the busy thresholds. Pipeline
+// runs the filters and a selector and classifies failures.
+//
+// Inputs. A Candidate carries a worker's advertised WorkerInfo, its cached
+// prefix (routing.Overlap, device depth plus the host and disk runs that
+// continue it) and two loads, taken as values so that this package does not
+// depend on how they were measured (routing/load computes both):
+//   - Load is the potential load if the worker took this request:
+//     Load.PrefillTokens and Load.DecodeBlocks include the request (its
+//     uncached tokens, max(0, ISL - Overlap.Device*BlockSize), and its
+//     blocks not already active on the worker); Load.ActiveRequests does not.
+//   - Active is the worker's current load without the request. Only the
+//     busy thresholds read it, because "busy" describes the worker as it is.
+//
+// The KV cost model needs the worker's active prefill without the request;
+// it recovers it as Load.PrefillTokens minus the request's uncached tokens.
+//
+// Guarantees. Selection is deterministic given the injected *rand.Rand: the
+// same inputs and seed give the same choice. Bad input (a negative size, an
+// invalid configuration, an unknown policy name) yields an error wrapping one
+// of the sentinels in errors.go; nothing here panics on input. The failure
+// classes are distinct so the edge can map them to statuses: no compatible
+// worker (ErrNoCompatibleWorker, ErrPinnedWorkerNotFound,
+// ErrPinnedRankOutOfRange), overload (ErrAllWorkersOverloaded,
+// ErrPinnedWorkerOverloaded) and bad request (ErrInvalidRequest,
+// ErrNoPinnedWorker). A pinned request whose worker is busy is refused, never
+// rerouted. Selectors do not allocate when the caller reuses its Decision.
+//
+// Refusals. The package does no I/O, reads no clock and keeps no per-request
+// state; booking the chosen worker's load is the caller's job. It does not
+// implement required or preferred taints, data-parallel rank ranges other
+// than the candidates given, the decode-worker cost variant of conditional
+// disaggregation, or the multimodal embedding-cache bypass of the
+// device-aware selector.
+//
+// Concurrency. Every selector and filter is safe for concurrent use:
+// round-robin advances an atomic counter, and the selectors that draw random
+// numbers (kv, random, power-of-two) hold a mutex around their *rand.Rand,
+// which they own; do not share one *rand.Rand between selectors or with
+// other code. A Decision is caller-owned scratch and must not be shared
+// between concurrent calls.
+package policy

@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// The names selectors are registered under, as in router_mode.
+const (
+	NameKV          = "kv"
+	NameTwoTier     = "two-tier"
+	NameRoundRobin  = "round-robin"
+	NameRandom      = "random"
+	NamePowerOfTwo  = "power-of-two"
+	NameLeastLoaded = "least-loaded"
+	NameDeviceAware = "device-aware-weighted"
+	NameDirect      = "direct"
+)
+
+// Options are the configurations New may need; each selector reads only its
+// own.
+type Options struct {
+	KV          KVConfig
+	TwoTier     TwoTierConfig
+	DeviceAware DeviceAwareConfig
+	// Rand is the generator of the kv, random and power-of-two selectors.
+	// The selector takes ownership: give each selector its own.
+	Rand *rand.Rand
+}
+
+// DefaultOptions returns every selector's defaults with generator r.
+func DefaultOptions(r *rand.Rand) Options {
+	return Options{
+		KV:          DefaultKVConfig(),
+		TwoTier:     DefaultTwoTierConfig(),
+		DeviceAware: DefaultDeviceAwareConfig(),
+		Rand:        r,
+	}
+}
+
+// constructors maps each name to its constructor.
+var constructors = map[string]func(Options) (Selector, error){
+	NameKV:          func(o Options) (Selector, error) { return NewKV(o.KV, o.Rand) },
+	NameTwoTier:     func(o Options) (Selector, error) { return NewTwoTier(o.TwoTier) },
+	NameRoundRobin:  func(Options) (Selector, error) { return &RoundRobin{}, nil },
+	NameRandom:      func(o Options) (Selector, error) { return NewRandom(o.Rand) },
+	NamePowerOfTwo:  func(o Options) (Selector, error) { return NewPowerOfTwo(o.Rand) },
+	NameLeastLoaded: func(Options) (Selector, error) { return LeastLoaded{}, nil },
+	NameDeviceAware: func(o Options) (Selector, error) { return NewDeviceAware(o.DeviceAware) },
+	NameDirect:      func(Options) (Selector, error) { return Direct{}, nil },
+}
+
+// New returns the selector registered under name, configured from o. An
+// unknown name is an *UnknownPolicyError; an invalid configuration wraps
+// ErrInvalidConfig.
+func New(name string, o Options) (Selector, error) {
+	mk, ok := constructors[name]
+	if !ok {
+		return nil, &UnknownPolicyError{Name: name}
+	}
+	return mk(o)
+}
+
+// Names returns the registered selector names, sorted.
+func Names() []string {
+	names := make([]string, 0, len(constructors))
+	for n := range constructors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
