@@ -4,8 +4,9 @@ PKGS     := ./...
 BIN      := bin/kvrouter
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
-# Packages whose code runs goroutines; they are also tested with the race detector in `make test`.
-RACE_PKGS := ./routing/...
+# Packages with concurrent code; `make test` also runs them under the race detector, in -short
+# mode (which skips only the whole-trace replays, already covered by the plain run).
+RACE_PKGS := ./routing/... ./mocker/... ./sim/...
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 
@@ -25,7 +26,7 @@ build: ## Build bin/kvrouter (static, stripped).
 .PHONY: test
 test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages.
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -short $(RACE_PKGS)
 
 .PHONY: test-race
 test-race: ## Every package under the race detector.

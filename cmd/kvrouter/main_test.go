@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+func TestSimJSONHasTheContractKeys(t *testing.T) {
+	out, err := run(t, "sim", "--limit", "150", "--policies", "kv,round-robin", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("output is not a JSON array: %v\n%s", err, out)
+	}
+	if len(rows) != 2 || rows[0]["policy"] != "kv" || rows[1]["policy"] != "round-robin" {
+		t.Fatalf("rows = %v", rows)
+	}
+	for _, k := range []string{"policy", "hit_ratio", "bound_hit_ratio", "ttft_mean_ms", "ttft_p99_ms", "load_max_over_mean"} {
+		if _, ok := rows[0][k]; !ok {
+			t.Errorf("key %q missing", k)
+		}
+	}
+}
+
+func TestSimTableAndTraceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	trace := `{"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 10, "input_length": 1100, "output_length": 4, "hash_ids": [1, 2, 3]}
+`
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "sim", "--trace", path, "--engines", "2", "--policies", "kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "hit ratio") || !strings.Contains(out, "kv") {
+		t.Fatalf("no table:\n%s", out)
+	}
+}
+
+func TestSimErrorsNameTheFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing trace", []string{"sim", "--trace", "/nonexistent.jsonl"}, "--trace"},
+		{"unknown policy", []string{"sim", "--limit", "5", "--policies", "fastest"}, "fastest"},
+		{"empty policies", []string{"sim", "--policies", ","}, "--policies"},
+		{"bad block size", []string{"sim", "--limit", "5", "--block-size", "48"}, "block_size"},
+		{"bad limit", []string{"sim", "--limit", "-1"}, "--limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "version")
+	if err != nil || !strings.HasPrefix(out, "kvrouter ") {
+		t.Fatalf("version: %q, %v", out, err)
+	}
+}

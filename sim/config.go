@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/routing/policy"
+)
+
+// ErrConfig is returned for an invalid simulation configuration; the message
+// names the offending key.
+var ErrConfig = errors.New("sim: invalid config")
+
+// Config is one simulation's setup. The zero value of a field means its
+// default.
+type Config struct {
+	// Engines is the number of simulated engines (one rank each). Default 4:
+	// at the bundled trace's rate that keeps the fleet busy enough for
+	// routing to matter without saturating it.
+	Engines int
+	// BlockSize is the engines' KV block size in tokens; it must divide the
+	// trace's 512-token blocks. Default 64, the mocker's default.
+	BlockSize int
+	// RateScale multiplies the trace's arrival rate (2 replays it twice as
+	// fast). Default 1.
+	RateScale float64
+	// Seed seeds the selectors' random tie-breaks. Default 1.
+	Seed uint64
+	// Engine configures every engine; its BlockSize is forced to BlockSize.
+	Engine mocker.Config
+	// KV configures the kv selector's cost model; the zero value means the
+	// reference defaults.
+	KV *policy.KVConfig
+	// Thresholds are the busy thresholds of the eligibility filter; the zero
+	// value disables them.
+	Thresholds policy.Thresholds
+	// NoKVEvents runs the router in approximate mode: it ignores the
+	// engines' KV events and indexes its own decisions with a TTL.
+	NoKVEvents bool
+}
+
+// Defaults for Config.
+const (
+	DefaultEngines   = 4
+	DefaultBlockSize = 64
+	// MaxEngines bounds a simulation's fleet; beyond it a replay of the
+	// bundled trace no longer fits in a minute on two cores.
+	MaxEngines = 1024
+)
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Engines == 0 {
+		c.Engines = DefaultEngines
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.RateScale == 0 {
+		c.RateScale = 1
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	c.Engine.BlockSize = c.BlockSize
+	c.Engine.EnsureDefaults()
+	if c.KV == nil {
+		kv := policy.DefaultKVConfig()
+		c.KV = &kv
+	}
+	return c
+}
+
+// Validate checks the configuration after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Engines < 1 || c.Engines > MaxEngines:
+		return fmt.Errorf("%w: engines must be in [1, %d], got %d", ErrConfig, MaxEngines, c.Engines)
+	case c.BlockSize < 1 || 512%c.BlockSize != 0:
+		return fmt.Errorf("%w: block_size must divide 512, got %d", ErrConfig, c.BlockSize)
+	case !(c.RateScale > 0) || c.RateScale > 1e6:
+		return fmt.Errorf("%w: rate_scale must be in (0, 1e6], got %v", ErrConfig, c.RateScale)
+	}
+	if err := c.Engine.Validate(); err != nil {
+		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
+	}
+	if err := c.KV.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return c.Thresholds.Validate()
+}
