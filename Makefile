@@ -43,8 +43,17 @@ bench: ## Benchmarks of every package (BENCHTIME=1s by default).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (30s by default).
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime=$(FUZZTIME) ./traces
+fuzz: ## Run every fuzz target for FUZZTIME each (30s by default).
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: proto
+proto: ## Regenerate proto/kvrpb from proto/kvr/v1 (needs protoc: apt-get install protobuf-compiler).
+	PATH="$$(dirname $$($(GO) tool -n protoc-gen-go)):$$PATH" protoc --go_out=. \
+	  --go_opt=module=github.com/kvrouter/kvrouter proto/kvr/v1/*.proto
 
 .PHONY: demo
 demo: ## Replay the bundled trace through the simulator and print the policy table.

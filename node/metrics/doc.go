@@ -1,0 +1,12 @@
+// Package metrics defines every Prometheus metric of a router node in one
+// place, with help text and units in the names
+// (kvrouter_<subsystem>_<thing>_<unit>). Components receive a *Metrics and
+// record through its fields; nothing registers metrics elsewhere.
+//
+// Label cardinality is bounded: labels carry model names, worker ids and
+// ranks of registered engines, outcomes and event kinds, never request or
+// session ids. A nil *Metrics is valid and records nothing, so library code
+// and tests need not build one.
+//
+// Concurrency: safe for concurrent use (Prometheus collectors are).
+package metrics

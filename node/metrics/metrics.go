@@ -1,0 +1,112 @@
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the node's metric set on its own registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Requests counts finished client requests by model, endpoint and
+	// outcome ("ok", "client_error", "server_error", "canceled").
+	Requests *prometheus.CounterVec
+	// TTFT and ITL are client-observed latencies through the router.
+	TTFT *prometheus.HistogramVec
+	ITL  *prometheus.HistogramVec
+	// InputTokens and OutputTokens are per-request token counts.
+	InputTokens  *prometheus.HistogramVec
+	OutputTokens *prometheus.HistogramVec
+	// PredictedHitRate is the routed worker's cached share of the prompt.
+	PredictedHitRate *prometheus.HistogramVec
+	// Overhead is the routing overhead by phase: "hashing", "matching",
+	// "scheduling" and "total".
+	Overhead *prometheus.HistogramVec
+
+	// WorkerActivePrefillTokens and WorkerActiveDecodeBlocks are the
+	// router's projected load per engine rank.
+	WorkerActivePrefillTokens *prometheus.GaugeVec
+	WorkerActiveDecodeBlocks  *prometheus.GaugeVec
+	// Workers is the number of live engine ranks.
+	Workers prometheus.Gauge
+
+	// EventsApplied counts KV events by kind and status ("ok", "stale",
+	// "gap", "unknown_parent", "malformed").
+	EventsApplied *prometheus.CounterVec
+	// EventGaps counts detected gaps; Resyncs counts snapshot resyncs by
+	// outcome ("ok", "error").
+	EventGaps prometheus.Counter
+	Resyncs   *prometheus.CounterVec
+	// NATSConnected is 1 while the node's NATS connection is up.
+	NATSConnected prometheus.Gauge
+
+	// SessionBindings is the number of live session bindings; AffinityEvents
+	// counts binds, hits, rebinds, invalidations and expiries.
+	SessionBindings prometheus.Gauge
+	AffinityEvents  *prometheus.CounterVec
+}
+
+// latencyBuckets span 1 ms to about 65 s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
+
+// overheadBuckets span 1 µs to about 65 ms, in milliseconds.
+var overheadBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
+
+var tokenBuckets = prometheus.ExponentialBuckets(16, 2, 15)
+
+// New builds the metric set on a fresh registry, with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m := &Metrics{Registry: r}
+	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_frontend_requests_total", Help: "Client requests by model, endpoint and outcome."}, []string{"model", "endpoint", "outcome"})
+	m.TTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_time_to_first_token_seconds", Help: "Time from request arrival to the first streamed token.", Buckets: latencyBuckets}, []string{"model"})
+	m.ITL = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_inter_token_latency_seconds", Help: "Mean time between streamed tokens of a request.", Buckets: latencyBuckets}, []string{"model"})
+	m.InputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_input_tokens", Help: "Prompt tokens per request.", Buckets: tokenBuckets}, []string{"model"})
+	m.OutputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_output_tokens", Help: "Generated tokens per request.", Buckets: tokenBuckets}, []string{"model"})
+	m.PredictedHitRate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_predicted_kv_hit_ratio", Help: "Share of the prompt's blocks cached on the chosen worker, as the index predicted.", Buckets: prometheus.LinearBuckets(0, 0.1, 11)}, []string{"model"})
+	m.Overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_overhead_milliseconds", Help: "Routing overhead by phase (hashing, matching, scheduling, total).", Buckets: overheadBuckets}, []string{"phase"})
+	m.WorkerActivePrefillTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens", Help: "Prompt tokens routed to the worker rank and not yet prefilled."}, []string{"worker", "rank"})
+	m.WorkerActiveDecodeBlocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_decode_blocks", Help: "KV blocks held by active requests on the worker rank."}, []string{"worker", "rank"})
+	m.Workers = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_workers", Help: "Live engine ranks."})
+	m.EventsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_applied_total", Help: "KV events handled by kind and status."}, []string{"kind", "status"})
+	m.EventGaps = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_gaps_total", Help: "Gaps detected in engines' KV event streams."})
+	m.Resyncs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_resyncs_total", Help: "Snapshot resyncs of an engine rank by outcome."}, []string{"outcome"})
+	m.NATSConnected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_nats_connected", Help: "1 while the NATS connection is up."})
+	m.SessionBindings = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_affinity_bindings", Help: "Live session bindings."})
+	m.AffinityEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_affinity_events_total", Help: "Session affinity events (bind, hit, rebind, invalidate, expire, unbind)."}, []string{"event"})
+	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.PredictedHitRate,
+		m.Overhead, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
+		m.Resyncs, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
+		f(c)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// ObserveOverhead records one routing phase's duration.
+func (m *Metrics) ObserveOverhead(phase string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.Overhead.WithLabelValues(phase).Observe(float64(d) / float64(time.Millisecond))
+}
+
+// Event counts one handled KV event.
+func (m *Metrics) Event(kind, status string) {
+	if m == nil {
+		return
+	}
+	m.EventsApplied.WithLabelValues(kind, status).Inc()
+}
