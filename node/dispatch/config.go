@@ -1,0 +1,236 @@
+package dispatch
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kvrouter/kvrouter/routing/load"
+	"github.com/kvrouter/kvrouter/routing/policy"
+)
+
+// Limits and defaults of Config. Each comment says why the value is what
+// it is.
+const (
+	// DefaultPolicy is the KV cost model: the point of the router is to
+	// weigh cached prefixes against load.
+	DefaultPolicy = policy.NameKV
+
+	// DefaultMaxPromptTokens is 1Mi tokens, the largest context current
+	// models offer (the frontend's edge limit is the same): a longer prompt
+	// cannot be served by any engine, so refusing it saves the hashing.
+	DefaultMaxPromptTokens = 1 << 20
+
+	// TextBytesPerToken converts a text prompt's length to an estimated
+	// token count, for the prompt limit and the load projection. Four bytes
+	// per token is the usual BPE ratio for English and the ratio of the
+	// mocker's pseudo tokens.
+	TextBytesPerToken = 4
+
+	// MaxSessionIDBytes bounds session ids, as the reference router does:
+	// ids are stored per binding and replicated later, so they are bounded.
+	MaxSessionIDBytes = 256
+
+	// DefaultMaxSessions bounds the live session bindings (65,536, the
+	// reference bound): each binding costs a few hundred bytes, so the
+	// bound caps the table near 20 MiB whatever clients send.
+	DefaultMaxSessions = 1 << 16
+
+	// MinAffinityTTL and MaxAffinityTTL are the valid range of a non-zero
+	// AffinityTTL (1 s to one year, the reference range): shorter would
+	// expire between the turns of any conversation; longer is a leak.
+	MinAffinityTTL = time.Second
+	MaxAffinityTTL = 365 * 24 * time.Hour
+
+	// DefaultExpireInterval is how often, at most, Route sweeps the load
+	// tracker for requests whose completion never arrived. The reference
+	// sweeps every 60 s; the sweep scans every active request.
+	DefaultExpireInterval = 60 * time.Second
+
+	// maxBlockSize bounds an explicit block size as the card decoder does.
+	maxBlockSize = 1 << 16
+)
+
+// Config configures a Dispatcher. Start from DefaultConfig: the zero value
+// of the KV knobs turns prefill tracking off. Keys in error messages are
+// the configuration keys of each field.
+type Config struct {
+	// Policy names the selector (policy): "kv", "two-tier", "round-robin",
+	// "random", "power-of-two", "least-loaded", "device-aware-weighted" or
+	// "direct". Default "kv".
+	Policy string
+	// BlockSize is the KV block size in tokens (block_size). Default 0:
+	// taken from the engines' cards, per model; ranks whose card disagrees
+	// with the first rank of their model are not candidates. A non-zero
+	// value overrides the cards and excludes every rank that differs.
+	BlockSize int
+	// MaxPromptTokens refuses longer prompts with ErrPromptTooLong
+	// (max_prompt_tokens). Text prompts count len/TextBytesPerToken.
+	// Default DefaultMaxPromptTokens.
+	MaxPromptTokens int
+	// AffinityTTL is the idle time after which a session binding expires
+	// (affinity_ttl). 0 disables session affinity (the default); otherwise
+	// it must lie in [MinAffinityTTL, MaxAffinityTTL].
+	AffinityTTL time.Duration
+	// AffinityMode is AffinityHard (default) or AffinitySoft
+	// (affinity_mode). See the package documentation.
+	AffinityMode AffinityMode
+	// MaxSessions bounds the live bindings (max_sessions); a new session
+	// beyond it is refused with ErrSessionLimit. Default 65,536.
+	MaxSessions int
+	// Thresholds are the busy thresholds (busy.*): busy workers are not
+	// selected, and a soft binding to a busy worker is not followed.
+	// Default: none set.
+	Thresholds policy.Thresholds
+	// KV, TwoTier and DeviceAware configure their selectors (kv.*,
+	// two_tier.*, device_aware.*). Defaults: the policy package's.
+	KV          policy.KVConfig
+	TwoTier     policy.TwoTierConfig
+	DeviceAware policy.DeviceAwareConfig
+	// ApproximateMode routes token prompts with the dispatcher's own
+	// approximate index instead of the event-fed exact one, for engines
+	// that publish no KV events (approximate_mode). Default off.
+	ApproximateMode bool
+	// ApproxTTL is how long the approximate index assumes a routed prompt
+	// stays cached (approx_ttl). Default 0: index.DefaultTTL (120 s).
+	ApproxTTL time.Duration
+	// PredictTTL enables the predict-on-route side index with this TTL
+	// (predict_ttl): a decision is assumed cached on its worker until the
+	// engine's events catch up. Default 0 (off). It has no effect in
+	// approximate mode, where every decision is recorded anyway, so the
+	// combination is refused.
+	PredictTTL time.Duration
+	// MaxRequestAge frees a request whose completion never arrived after
+	// this long (active_request_expiry). Default 300 s; 0 disables it.
+	MaxRequestAge time.Duration
+	// ExpireInterval rate-limits the expiry sweep (expire_interval).
+	// Default 60 s.
+	ExpireInterval time.Duration
+	// Seed seeds the selectors' random generator (seed), so that equal
+	// inputs make equal decisions. Default 0, itself a fixed seed.
+	Seed uint64
+	// Now is the clock: decision times, expiry and the overhead metrics.
+	// Default time.Now. Tests inject a fake clock.
+	Now func() time.Time
+}
+
+// DefaultConfig returns every default: the kv policy, block sizes from the
+// cards, affinity off.
+func DefaultConfig() Config {
+	return Config{
+		Policy:          DefaultPolicy,
+		MaxPromptTokens: DefaultMaxPromptTokens,
+		MaxSessions:     DefaultMaxSessions,
+		KV:              policy.DefaultKVConfig(),
+		TwoTier:         policy.DefaultTwoTierConfig(),
+		DeviceAware:     policy.DefaultDeviceAwareConfig(),
+		MaxRequestAge:   load.DefaultMaxRequestAge,
+		ExpireInterval:  DefaultExpireInterval,
+		Now:             time.Now,
+	}
+}
+
+// EnsureDefaults returns c with the fields whose zero value means "unset"
+// (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, Now, and the
+// selector configurations when wholly zero, which no selector can use)
+// defaulted. Fields whose zero value is meaningful (MaxRequestAge, single
+// KV knobs) are left alone.
+func (c Config) EnsureDefaults() Config {
+	d := DefaultConfig()
+	if c.Policy == "" {
+		c.Policy = d.Policy
+	}
+	if c.MaxPromptTokens == 0 {
+		c.MaxPromptTokens = d.MaxPromptTokens
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = d.MaxSessions
+	}
+	if c.ExpireInterval == 0 {
+		c.ExpireInterval = d.ExpireInterval
+	}
+	if c.Now == nil {
+		c.Now = d.Now
+	}
+	if c.KV == (policy.KVConfig{}) {
+		c.KV = d.KV
+	}
+	if c.TwoTier == (policy.TwoTierConfig{}) {
+		c.TwoTier = d.TwoTier
+	}
+	if c.DeviceAware == (policy.DeviceAwareConfig{}) {
+		c.DeviceAware = d.DeviceAware
+	}
+	return c
+}
+
+// Validate reports the first invalid field, naming its key.
+func (c Config) Validate() error {
+	for _, check := range []func() error{c.validateCore, c.validateAffinity, c.validateIndexes, c.validatePolicy} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateCore checks the prompt and block limits.
+func (c Config) validateCore() error {
+	switch {
+	case !slices.Contains(policy.Names(), c.Policy):
+		return configError("policy: unknown %q (known: %v)", c.Policy, policy.Names())
+	case c.BlockSize < 0 || c.BlockSize > maxBlockSize:
+		return configError("block_size: must be in 0..%d, got %d", maxBlockSize, c.BlockSize)
+	case c.MaxPromptTokens <= 0:
+		return configError("max_prompt_tokens: must be > 0, got %d", c.MaxPromptTokens)
+	case c.Now == nil:
+		return configError("now: a clock is required")
+	}
+	return nil
+}
+
+// validateAffinity checks the session affinity keys.
+func (c Config) validateAffinity() error {
+	switch {
+	case c.AffinityTTL != 0 && (c.AffinityTTL < MinAffinityTTL || c.AffinityTTL > MaxAffinityTTL):
+		return configError("affinity_ttl: must be 0 (off) or in [%v, %v], got %v", MinAffinityTTL, MaxAffinityTTL, c.AffinityTTL)
+	case c.AffinityMode != AffinityHard && c.AffinityMode != AffinitySoft:
+		return configError("affinity_mode: must be hard or soft, got %d", c.AffinityMode)
+	case c.MaxSessions <= 0:
+		return configError("max_sessions: must be > 0, got %d", c.MaxSessions)
+	}
+	return nil
+}
+
+// validateIndexes checks the approximate and side index keys and expiry.
+func (c Config) validateIndexes() error {
+	switch {
+	case c.ApproxTTL < 0:
+		return configError("approx_ttl: must be >= 0, got %v", c.ApproxTTL)
+	case c.PredictTTL < 0:
+		return configError("predict_ttl: must be >= 0, got %v", c.PredictTTL)
+	case c.PredictTTL > 0 && c.ApproximateMode:
+		return configError("predict_ttl: has no effect with approximate_mode, which records every decision")
+	case c.MaxRequestAge < 0:
+		return configError("active_request_expiry: must be >= 0, got %v", c.MaxRequestAge)
+	case c.ExpireInterval <= 0:
+		return configError("expire_interval: must be > 0, got %v", c.ExpireInterval)
+	}
+	return nil
+}
+
+// validatePolicy checks the selector knobs and busy thresholds, whose
+// errors already name their keys.
+func (c Config) validatePolicy() error {
+	for _, err := range []error{c.Thresholds.Validate(), c.KV.Validate(), c.TwoTier.Validate(), c.DeviceAware.Validate()} {
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// configError wraps ErrInvalidConfig with a message naming a key.
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+}

@@ -1,0 +1,94 @@
+// Package dispatch is the router node's decision path: for each client
+// request it chooses an engine rank by KV-cache overlap and load, books the
+// request's load on it, and keeps sessions on their engine. Dispatcher
+// implements Router (types.go), the contract with the HTTP frontend.
+//
+// # Route, step by step
+//
+//  1. Validate: a request id and a model are required; a prompt over
+//     Config.MaxPromptTokens (text counts len/4) is ErrPromptTooLong; a
+//     session id over 256 bytes is ErrSessionLimit.
+//  2. Candidates: the live ranks serving the model (Engines.Workers). An
+//     unknown model is ErrModelNotFound; a known one without a live rank
+//     is ErrNoEngine. Ranks whose block size differs from the model's
+//     (Config.BlockSize, else the first rank's card) are not candidates.
+//  3. Hashing: token ids become chained block hashes at that block size
+//     (routing.BlockHashes, seed routing.Seed(LoRA, CacheSalt)); a text
+//     prompt becomes text-chunk hashes (routing.TextHashes, 256-byte
+//     chunks, seed routing.TextSeed(model, LoRA, CacheSalt)).
+//  4. Matching: token hashes go to the exact index, merged with the
+//     predict-on-route side index when Config.PredictTTL is set; text
+//     hashes, and every prompt in approximate mode, go to the dispatcher's
+//     own approximate index, which learns from its decisions. A text
+//     overlap of n chunks counts as n*64 tokens of cached prefix.
+//  5. Load: each candidate's potential load (load.Tracker.Potential) and
+//     current load, plus what the engine reports beyond the dispatcher's
+//     own bookings when the registry implements LoadReporter.
+//  6. Choice: a session binding, or the policy pipeline (allowed set, pin,
+//     busy thresholds, selector). Pipeline failures map to ErrOverloaded
+//     (all busy, or the pinned worker busy), ErrNoEngine (no compatible
+//     worker) and ErrBadRequest (a pin to an unknown worker or rank).
+//  7. Booking: load.Tracker.Add, and the decision recorded in the
+//     approximate or side index. The Decision's OnFirstToken ends the
+//     prefill load; Done frees the load (on success and on error alike)
+//     and ends the request's hold on its session binding.
+//
+// Overhead phases (hashing, matching, scheduling, total) and the predicted
+// hit ratio go to the node's metrics, as do the per-rank load gauges.
+//
+// # Session affinity
+//
+// With Config.AffinityTTL set, a request carrying a session id sticks to
+// its session's engine. The binding key is the session id, or the parent
+// session id when one is given, so a session group (an agent and its
+// subagents) shares one binding. Bindings are per session, not per model:
+// a session that changes model finds its engine not serving the new model
+// and rebinds.
+//
+//   - Binding: the first successfully dispatched request binds the session
+//     to its engine, at its first token (OnFirstToken) or, when no token
+//     is reported, at Done(nil); a request that fails before either binds
+//     nothing. Concurrent first requests of a session may go to different
+//     engines: the first Bind wins (compare-and-set), the others keep their
+//     own engine for their own request.
+//   - Hard mode: the bound engine takes the request whenever it is still a
+//     live candidate, even when busy (exact dispatch). If it is gone, the
+//     binding is invalidated and the request is selected afresh, once, and
+//     binds the session on success.
+//   - Soft mode: the bound engine takes the request unless it is over a
+//     busy threshold (Config.Thresholds); then the pipeline selects among
+//     the others and, on success, the binding moves to the new engine
+//     (compare-and-set on the version, so an older request cannot undo a
+//     newer move). Without thresholds soft mode behaves as hard mode.
+//   - A pinned request (Pin) goes to its pin; it binds a new session but
+//     never moves an existing binding.
+//   - Lifetime: requests running on the bound engine hold the binding, so
+//     it does not expire under them; the idle timer (AffinityTTL) restarts
+//     when the last one ends. A failed request keeps the binding: an
+//     engine that fails is removed by the registry (RemoveEngine), which
+//     drops its bindings. SessionFinal unbinds the key when the request
+//     ends; Unbind does it explicitly.
+//   - Limits: at most Config.MaxSessions bindings (65,536 by default); a
+//     new session beyond it is ErrSessionLimit. Ids are at most 256 bytes.
+//
+// The store is behind the Bindings interface: MemBindings for one node, a
+// replicated store later.
+//
+// # Refusals
+//
+// The dispatcher does not proxy, queue or retry requests, and does not
+// feed the exact index (the event plane does). It does not mix block sizes
+// within a model, model engine-side prefill timing, or carry bindings
+// across nodes (MemBindings is local). Nothing here panics on bad input.
+//
+// # Concurrency
+//
+// Route, Models, Unbind and RemoveEngine are safe for concurrent use and
+// are called from many request goroutines. The index, trackers, selectors
+// and session store are themselves safe; the dispatcher's own state (the
+// trackers per block size and the per-rank gauges) is behind one RWMutex
+// that the hot path only read-locks, and per-call scratch comes from a
+// sync.Pool. A Decision belongs to its request's goroutine (see Decision).
+// No goroutine is started: expiry of lost requests runs inside Route, at
+// most once per Config.ExpireInterval of the injected clock.
+package dispatch

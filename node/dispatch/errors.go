@@ -1,0 +1,45 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/routing/policy"
+)
+
+// Errors of construction and of the session store, beside the Route
+// sentinels of types.go.
+var (
+	// ErrInvalidConfig is returned by Config.Validate and New; the message
+	// names the configuration key.
+	ErrInvalidConfig = errors.New("dispatch: invalid config")
+	// ErrStore wraps an unexpected failure of the session store (Bindings)
+	// on the request path; Route returns it only when the store fails.
+	ErrStore = errors.New("dispatch: session store failure")
+)
+
+// policyErrors is the one table that maps the policy package's failure
+// classes to Route's sentinels. The first matching row wins.
+var policyErrors = []struct {
+	cause, as error
+}{
+	{policy.ErrAllWorkersOverloaded, ErrOverloaded},
+	{policy.ErrPinnedWorkerOverloaded, ErrOverloaded},
+	{policy.ErrPinnedWorkerNotFound, ErrBadRequest},
+	{policy.ErrPinnedRankOutOfRange, ErrBadRequest},
+	{policy.ErrNoPinnedWorker, ErrBadRequest},
+	{policy.ErrInvalidRequest, ErrBadRequest},
+	{policy.ErrNoCompatibleWorker, ErrNoEngine},
+}
+
+// mapPolicyError classifies a pipeline error by Route's sentinels, keeping
+// the cause in the chain for logs. An unclassified error (a configuration
+// bug) is returned wrapped as it is.
+func mapPolicyError(err error) error {
+	for _, row := range policyErrors {
+		if errors.Is(err, row.cause) {
+			return fmt.Errorf("%w: %w", row.as, err)
+		}
+	}
+	return fmt.Errorf("dispatch: selecting a worker: %w", err)
+}

@@ -1,0 +1,162 @@
+package dispatch
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/load"
+)
+
+// Affinity event labels of metrics.AffinityEvents.
+const (
+	evBind       = "bind"       // a first successful request bound its session
+	evHit        = "hit"        // a binding decided the engine
+	evRebind     = "rebind"     // a soft binding moved to another engine
+	evInvalidate = "invalidate" // a binding was dropped: engine gone or failed
+	evExpire     = "expire"     // an idle binding timed out
+	evUnbind     = "unbind"     // explicit unbind or a final request
+	evConflict   = "conflict"   // a concurrent request bound the session first
+	evLimit      = "limit"      // a new session was refused at the bound
+)
+
+var affinityEvents = []string{evBind, evHit, evRebind, evInvalidate, evExpire, evUnbind, evConflict, evLimit}
+
+// observers holds the metric children the request path records into,
+// resolved once so that Route does no label lookups for them. Every method
+// is a no-op without metrics.
+type observers struct {
+	m                                    *metrics.Metrics
+	hashing, matching, scheduling, total prometheus.Observer
+	events                               map[string]prometheus.Counter
+}
+
+// newObservers resolves the children; m may be nil.
+func newObservers(m *metrics.Metrics) observers {
+	o := observers{m: m}
+	if m == nil {
+		return o
+	}
+	o.hashing = m.Overhead.WithLabelValues("hashing")
+	o.matching = m.Overhead.WithLabelValues("matching")
+	o.scheduling = m.Overhead.WithLabelValues("scheduling")
+	o.total = m.Overhead.WithLabelValues("total")
+	o.events = make(map[string]prometheus.Counter, len(affinityEvents))
+	for _, ev := range affinityEvents {
+		o.events[ev] = m.AffinityEvents.WithLabelValues(ev)
+	}
+	return o
+}
+
+// phases are the timestamps of one Route call.
+type phases struct {
+	start, hashed, matched, scheduled time.Time
+}
+
+// overhead records one decision's phase durations in milliseconds.
+func (o *observers) overhead(p *phases) {
+	if o.m == nil {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	o.hashing.Observe(ms(p.hashed.Sub(p.start)))
+	o.matching.Observe(ms(p.matched.Sub(p.hashed)))
+	o.scheduling.Observe(ms(p.scheduled.Sub(p.matched)))
+	o.total.Observe(ms(p.scheduled.Sub(p.start)))
+}
+
+// hitRate records the chosen worker's predicted cached share.
+func (o *observers) hitRate(model string, cached, blocks int) {
+	if o.m == nil || blocks <= 0 {
+		return
+	}
+	o.m.PredictedHitRate.WithLabelValues(model).Observe(float64(cached) / float64(blocks))
+}
+
+// affinity counts n affinity events.
+func (o *observers) affinity(ev string, n int) {
+	if o.m == nil || n <= 0 {
+		return
+	}
+	o.events[ev].Add(float64(n))
+}
+
+// bindings sets the bindings gauge from the store.
+func (o *observers) bindings(b Bindings) {
+	if o.m == nil || b == nil {
+		return
+	}
+	o.m.SessionBindings.Set(float64(b.Len()))
+}
+
+// labels renders a worker as its gauge labels.
+func labels(w routing.Worker) (string, string) {
+	return strconv.FormatUint(uint64(w.ID), 10), strconv.FormatUint(uint64(w.Rank), 10)
+}
+
+// dropWorker deletes a removed worker's gauges.
+func (o *observers) dropWorker(w routing.Worker) {
+	if o.m == nil {
+		return
+	}
+	id, rank := labels(w)
+	o.m.WorkerActivePrefillTokens.DeleteLabelValues(id, rank)
+	o.m.WorkerActiveDecodeBlocks.DeleteLabelValues(id, rank)
+}
+
+// workerGauges are one rank's load gauges. mu orders the read of the
+// tracker with the gauge write, so that the last update to run reads the
+// newest load and the gauges never keep a stale value.
+type workerGauges struct {
+	mu              sync.Mutex
+	prefill, decode prometheus.Gauge
+}
+
+// set publishes w's current load from t.
+func (g *workerGauges) set(t *load.Tracker, w routing.Worker) {
+	if g.prefill == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := t.Active(w)
+	g.prefill.Set(float64(l.PrefillTokens))
+	g.decode.Set(float64(l.DecodeBlocks))
+}
+
+// gauges returns w's gauges, registering the rank on first use.
+func (d *Dispatcher) gauges(w routing.Worker) *workerGauges {
+	d.mu.RLock()
+	g := d.workers[w]
+	d.mu.RUnlock()
+	if g != nil {
+		return g
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g = d.workers[w]; g != nil {
+		return g
+	}
+	g = &workerGauges{}
+	if m := d.obs.m; m != nil {
+		id, rank := labels(w)
+		g.prefill = m.WorkerActivePrefillTokens.WithLabelValues(id, rank)
+		g.decode = m.WorkerActiveDecodeBlocks.WithLabelValues(id, rank)
+	}
+	d.workers[w] = g
+	return g
+}
+
+// publishLoad updates w's gauges unless the rank was removed meanwhile.
+func (d *Dispatcher) publishLoad(t *load.Tracker, w routing.Worker) {
+	d.mu.RLock()
+	g := d.workers[w]
+	d.mu.RUnlock()
+	if g != nil {
+		g.set(t, w)
+	}
+}

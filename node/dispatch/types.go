@@ -1,0 +1,134 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// AffinityMode says how strictly a session sticks to its bound engine.
+type AffinityMode uint8
+
+const (
+	// AffinityHard dispatches a bound session to its engine or, when that
+	// engine is gone, invalidates the binding and selects afresh once.
+	AffinityHard AffinityMode = iota
+	// AffinitySoft passes the bound engine to the selector as a preference
+	// that load may override.
+	AffinitySoft
+)
+
+// Request is what the HTTP frontend knows of a client request when it asks
+// for an engine. Exactly one of Tokens and Text carries the prompt: token
+// ids when the client sent them, otherwise the prompt text (chat messages
+// serialised), which is routed with text-chunk hashing.
+type Request struct {
+	// ID is the request id (X-Request-Id or generated); unique while active.
+	ID string
+	// Model is the requested model name.
+	Model string
+	// Tokens are the prompt's token ids, when known.
+	Tokens []uint32
+	// Text is the prompt text, used when Tokens is nil.
+	Text string
+	// LoRA and CacheSalt fold into the block hash seed.
+	LoRA, CacheSalt string
+	// SessionID and ParentSessionID come from the session headers; empty
+	// means no affinity.
+	SessionID, ParentSessionID string
+	// SessionFinal ends the session after this request.
+	SessionFinal bool
+	// Pin optionally names the exact engine (and rank) to use.
+	Pin *Pin
+	// MaxTokens is the requested output length, 0 when unknown.
+	MaxTokens int
+	// Arrival is when the frontend received the request.
+	Arrival time.Time
+}
+
+// Pin names an exact target engine, from the worker-instance headers.
+type Pin struct {
+	Engine  routing.WorkerID
+	Rank    uint32
+	AnyRank bool
+}
+
+// Decision is the engine chosen for a request, and the handle through which
+// the frontend reports the request's progress. OnFirstToken and Done must be
+// called from the request's goroutine; Done exactly once, also on errors and
+// client disconnects, so the load accounting is freed.
+type Decision struct {
+	Worker routing.Worker
+	// EndpointURL is the engine's OpenAI-compatible base URL (no /v1).
+	EndpointURL string
+	// Blocks and CachedBlocks are the prompt's complete blocks and how many
+	// of them the chosen worker holds (predicted).
+	Blocks, CachedBlocks int
+	// SessionBound reports that a session binding decided the engine.
+	SessionBound bool
+
+	onFirstToken func()
+	done         func(error)
+}
+
+// NewDecision builds a decision with its progress callbacks; the
+// dispatcher uses it, and tests of the frontend use it to fake one.
+func NewDecision(w routing.Worker, endpoint string, onFirstToken func(), done func(error)) *Decision {
+	return &Decision{Worker: w, EndpointURL: endpoint, onFirstToken: onFirstToken, done: done}
+}
+
+// OnFirstToken reports that the engine produced the first token: the
+// request's prefill is over.
+func (d *Decision) OnFirstToken() {
+	if d.onFirstToken != nil {
+		d.onFirstToken()
+		d.onFirstToken = nil
+	}
+}
+
+// Done reports the end of the request; err is nil on success. Later calls
+// do nothing.
+func (d *Decision) Done(err error) {
+	if d.done != nil {
+		d.done(err)
+		d.done = nil
+	}
+}
+
+// Model is one model the node can serve, for /v1/models.
+type Model struct {
+	ID      string
+	Created time.Time
+	// Engines is the number of live engines serving it.
+	Engines int
+}
+
+// Router is what the HTTP frontend needs of the node's decision path.
+type Router interface {
+	// Route chooses an engine for r, books the request on it and returns
+	// the decision. Errors are classified by the sentinels below.
+	Route(ctx context.Context, r *Request) (*Decision, error)
+	// Models lists the models served by live engines.
+	Models() []Model
+	// Unbind ends a session's binding (explicit unbind).
+	Unbind(ctx context.Context, sessionID string) error
+}
+
+// Errors of Route, mapped to HTTP status by the frontend's one error table.
+var (
+	// ErrBadRequest: the request cannot be routed as sent (400).
+	ErrBadRequest = errors.New("dispatch: bad request")
+	// ErrModelNotFound: no live engine serves the model (404).
+	ErrModelNotFound = errors.New("dispatch: model not found")
+	// ErrPromptTooLong: the prompt exceeds the limit (400).
+	ErrPromptTooLong = errors.New("dispatch: prompt too long")
+	// ErrOverloaded: every eligible engine is over its busy thresholds (529
+	// by default, configurable).
+	ErrOverloaded = errors.New("dispatch: all engines overloaded")
+	// ErrNoEngine: no engine is available at all (503).
+	ErrNoEngine = errors.New("dispatch: no engine available")
+	// ErrSessionLimit: too many sessions, or an id over the length limit (429/400).
+	ErrSessionLimit = errors.New("dispatch: session limit")
+)

@@ -1,0 +1,90 @@
+// Package eventplane is a router node's NATS event plane for one DC: the
+// registry of live engines and the ingestion of their KV events into the
+// exact prefix index.
+//
+// # Registry
+//
+// Engines publish a WorkerCard on kvr.<dc>.workers.register, a Heartbeat
+// on kvr.<dc>.workers.heartbeat every 500 ms (with each rank's load and
+// last event id) and a Deregister on kvr.<dc>.workers.deregister when they
+// stop cleanly. The rules:
+//
+//   - A card registers the engine, or refreshes its liveness when it is the
+//     same card. A card with a new incarnation (or rank count) of a known
+//     engine is a restart: its old state is reported to the OnRemove
+//     listeners, its blocks and cursors are dropped from the index and each
+//     rank is resynced from a snapshot, as for a new engine.
+//   - A heartbeat is accepted only for a registered engine whose
+//     incarnation and card checksum match; it refreshes liveness and the
+//     ranks' reported loads. Other heartbeats are counted and ignored: the
+//     plane never asks for cards, engines publish theirs at start, on any
+//     change and again every few heartbeats (ten is the recommendation),
+//     so a node that starts late, or missed a card, learns every engine
+//     within that period. A card counts as a heartbeat.
+//   - An engine seen neither by card nor by accepted heartbeat for
+//     Config.LivenessTimeout (3 s by default, six heartbeat periods; see
+//     DefaultLivenessTimeout) is removed by the sweeper, as is an engine
+//     that deregisters with its current incarnation. Removal drops its
+//     blocks from the index and calls the OnRemove listeners.
+//
+// # KV events
+//
+// Each rank publishes KVEventBatch messages on kvr.<dc>.kv.<engine>.<rank>
+// with event ids from 1, increasing by one. The plane applies them to the
+// index (index.Exact's ordering rules: duplicates are ignored, id 1 after
+// higher ids is a restart that clears the rank) and repairs gaps:
+//
+//   - Gap: when Apply reports index.ErrGap (a batch starts above cursor+1)
+//     or a heartbeat reports a last event id that the cursor has not
+//     reached one heartbeat period later (a lost tail), the rank is
+//     resynced: a SnapshotRequest goes to kvr.<dc>.snapshot.<engine>.<rank>,
+//     live batches of the rank are buffered meanwhile (bounded by
+//     Config.MaxBufferedEvents), the snapshot replaces the rank's state
+//     atomically with its last_event_id as cursor, and the buffer drains,
+//     skipping the ids the snapshot covers. There is exactly one resync in
+//     flight per rank: further gaps of a resyncing rank only buffer.
+//   - A snapshot request times out after Config.SnapshotTimeout and is
+//     retried Config.SnapshotAttempts times in all with doubling backoff.
+//     A resync that still fails keeps the rank's last good state, drops the
+//     buffer and counts an error; the next gap or heartbeat retries.
+//   - A new engine (and a restarted one) is resynced rank by rank at
+//     registration, so a node that starts after the engines learns their
+//     caches.
+//   - Events of engines that are not registered with the batch's
+//     incarnation are dropped and counted (status "unregistered"): the
+//     snapshot taken when the card arrives covers them, so buffering them
+//     would only cost memory.
+//
+// In approximate mode (Config.NoKVEvents) the plane does not subscribe to
+// KV events nor request snapshots; the registry works the same.
+//
+// # What it refuses to do
+//
+// The plane does not route, track the router's own load accounting or
+// persist anything. It never trusts payloads: every message is decoded by
+// routing/wire, malformed ones are counted and dropped, and no input
+// panics. It does not check a snapshot's incarnation (the wire decoder
+// does not return it); a snapshot answered by a restarted engine is
+// replaced when its new card arrives.
+//
+// # Concurrency
+//
+// NATS callbacks run on the client's goroutines, one per subscription,
+// each delivering its subscription's messages in order. The KV callback
+// decodes and queues batches; one applier goroutine owned by the Plane
+// takes them in that order and is the only writer of the index, so each
+// rank's events are applied in publication order. Snapshot requests run on
+// goroutines of their own and hand their answers back to the applier, as
+// do registrations and removals, so index writes stay on that one path.
+// Cards, heartbeats and deregistrations share one subscription and are
+// handled in arrival order on its goroutine; the sweeper goroutine expires
+// engines. Every goroutine the plane starts is stopped and waited for by
+// Close. The Registry is safe for concurrent use; its read methods return
+// copies. OnRemove listeners run on the goroutine that removed the engine
+// (the registration callback or the sweeper) and must not block. A removed
+// engine leaves the registry first and the index a moment later (through
+// the applier), so readers filter candidates by the registry.
+//
+// Time comes from Config.Now, so tests control liveness; only the sweep
+// period and snapshot timeouts use real timers.
+package eventplane

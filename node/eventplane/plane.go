@@ -1,0 +1,260 @@
+package eventplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Lifecycle errors.
+var (
+	// ErrStarted is returned by a second Start.
+	ErrStarted = errors.New("eventplane: already started")
+	// ErrClosed is returned by Start after Close.
+	ErrClosed = errors.New("eventplane: closed")
+)
+
+// Plane is one router node's NATS event plane for one DC: the engine
+// registry and, unless Config.NoKVEvents, the KV event ingestion into the
+// index. Build it with New, then Start; Close stops it.
+type Plane struct {
+	cfg Config
+	nc  *nats.Conn
+	m   *metrics.Metrics
+	log *slog.Logger
+	reg *Registry
+	ctr *counters
+	ing *ingester
+	// work carries decoded batches, snapshot answers and registry changes
+	// to the applier goroutine, the only writer of the index.
+	work chan item
+
+	mu      sync.Mutex
+	state   int
+	subs    []*nats.Subscription
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	subjReg string
+	subjHB  string
+	subjDel string
+}
+
+// Plane lifecycle states.
+const (
+	stateNew = iota
+	stateStarted
+	stateClosed
+)
+
+// itemKind says what an applier work item carries.
+type itemKind uint8
+
+const (
+	itemBatch itemKind = iota
+	itemSnapshot
+	itemReset
+	itemRemove
+	itemTail
+)
+
+// item is one unit of applier work.
+type item struct {
+	kind   itemKind
+	w      routing.Worker
+	inc    uint64
+	events []routing.Event
+	err    error
+	// n is the rank count (itemReset) or the heartbeat's last event id
+	// (itemTail).
+	n    uint64
+	snap snapshotResult
+}
+
+// New builds a plane over an open NATS connection, which the caller owns
+// and closes after Close. idx may be nil only with Config.NoKVEvents; m
+// and log may be nil.
+func New(cfg Config, nc *nats.Conn, idx Index, m *metrics.Metrics, log *slog.Logger) (*Plane, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nats connection is nil", ErrConfig)
+	}
+	if idx == nil && !cfg.NoKVEvents {
+		return nil, fmt.Errorf("%w: an index is required unless no_kv_events is set", ErrConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("dc", cfg.DC)
+	p := &Plane{
+		cfg: cfg, nc: nc, m: m, log: log, reg: NewRegistry(cfg.LivenessTimeout, m), ctr: newCounters(m),
+		work:    make(chan item, cfg.QueueLength),
+		subjReg: kvrpb.SubjectRegister(cfg.DC), subjHB: kvrpb.SubjectHeartbeat(cfg.DC), subjDel: kvrpb.SubjectDeregister(cfg.DC),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if !cfg.NoKVEvents {
+		p.ing = newIngester(idx, p.reg, p.ctr, log, cfg.MaxBufferedEvents, p.fetch)
+		p.reg.OnRemove(func(e Engine) { p.post(item{kind: itemRemove, w: routing.Worker{ID: e.ID}}) })
+	}
+	return p, nil
+}
+
+// Registry returns the engine registry, the decision path's read API.
+func (p *Plane) Registry() *Registry { return p.reg }
+
+// Stats returns the plane's counters.
+func (p *Plane) Stats() Stats { return p.ctr.stats() }
+
+// Start subscribes and starts the applier and the liveness sweeper. The
+// KV subscription is made (and flushed to the server) before the
+// registration one, so that the snapshot a new card triggers never misses
+// events published after it. Cancelling ctx stops the goroutines as Close
+// does, but only Close unsubscribes.
+func (p *Plane) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case stateStarted:
+		return ErrStarted
+	case stateClosed:
+		return ErrClosed
+	}
+	p.state = stateStarted
+	stop := context.AfterFunc(ctx, p.cancel)
+	p.wg.Go(func() { <-p.ctx.Done(); stop() })
+	if err := p.subscribe(); err != nil {
+		return err
+	}
+	if p.ing != nil {
+		p.wg.Go(p.apply)
+	}
+	p.wg.Go(p.sweep)
+	return nil
+}
+
+func (p *Plane) subscribe() error {
+	if p.ing != nil {
+		if err := p.sub(kvrpb.SubjectKVAll(p.cfg.DC), p.onBatch); err != nil {
+			return err
+		}
+	}
+	if err := p.sub("kvr."+p.cfg.DC+".workers.*", p.onWorkers); err != nil {
+		return err
+	}
+	if err := p.nc.Flush(); err != nil {
+		return fmt.Errorf("eventplane: flush subscriptions: %w", err)
+	}
+	p.setConnected()
+	return nil
+}
+
+func (p *Plane) sub(subject string, h nats.MsgHandler) error {
+	s, err := p.nc.Subscribe(subject, h)
+	if err != nil {
+		return fmt.Errorf("eventplane: subscribe %s: %w", subject, err)
+	}
+	// The KV stream may burst far beyond the default pending limits while
+	// the applier is busy; losing messages there only costs a resync, but
+	// there is no reason to lose them early.
+	_ = s.SetPendingLimits(1<<20, 256<<20)
+	p.subs = append(p.subs, s)
+	return nil
+}
+
+// Close unsubscribes, stops the goroutines and waits for them. It is
+// idempotent; the NATS connection stays open.
+func (p *Plane) Close() error {
+	p.mu.Lock()
+	if p.state == stateClosed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.state = stateClosed
+	var errs []error
+	for _, s := range p.subs {
+		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			errs = append(errs, err)
+		}
+	}
+	p.subs = nil
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// post hands an item to the applier unless the plane is stopping.
+func (p *Plane) post(it item) {
+	select {
+	case p.work <- it:
+	case <-p.ctx.Done():
+	}
+}
+
+// apply is the applier goroutine: every index write happens here, in the
+// order the items were queued.
+func (p *Plane) apply() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case it := <-p.work:
+			p.handle(it)
+		}
+	}
+}
+
+func (p *Plane) handle(it item) {
+	switch it.kind {
+	case itemBatch:
+		p.ing.handleDecoded(it.w, it.inc, it.events, it.err)
+	case itemSnapshot:
+		p.ing.applySnapshot(it.snap)
+	case itemReset:
+		p.ing.reset(it.w.ID, uint32(it.n))
+	case itemRemove:
+		p.ing.remove(it.w.ID)
+	case itemTail:
+		p.ing.tail(it.w, it.n)
+	}
+}
+
+// sweep is the liveness goroutine.
+func (p *Plane) sweep() {
+	t := time.NewTicker(p.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			for _, e := range p.reg.Sweep(p.cfg.Now()) {
+				p.log.Info("engine expired", "worker", uint64(e.ID), "last_seen", e.LastSeen)
+			}
+			p.setConnected()
+		}
+	}
+}
+
+func (p *Plane) setConnected() {
+	if p.m == nil {
+		return
+	}
+	v := 0.0
+	if p.nc.IsConnected() {
+		v = 1
+	}
+	p.m.NATSConnected.Set(v)
+}

@@ -1,0 +1,245 @@
+package eventplane
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/wire"
+)
+
+// Errors returned by the registry.
+var (
+	// ErrUnknownEngine is returned for a heartbeat of an engine that is not
+	// registered; the engine's next card registers it.
+	ErrUnknownEngine = errors.New("eventplane: unknown engine")
+	// ErrStaleCard is returned for a heartbeat whose incarnation or card
+	// checksum differs from the registered card; the engine's next card
+	// replaces it.
+	ErrStaleCard = errors.New("eventplane: heartbeat does not match the registered card")
+)
+
+// Change says what a registration did.
+type Change uint8
+
+// Registration outcomes.
+const (
+	// Refreshed is a card identical to the registered one: only liveness.
+	Refreshed Change = iota
+	// Added is the first card of an engine.
+	Added
+	// Updated is a new card of the same incarnation and rank count (for
+	// example a new endpoint): the event streams continue.
+	Updated
+	// Restarted is a new incarnation, or a new rank count, of a known
+	// engine: its event ids start over and its cache is gone.
+	Restarted
+)
+
+// String names the change for logs.
+func (c Change) String() string {
+	return [...]string{"refreshed", "added", "updated", "restarted"}[min(int(c), 3)]
+}
+
+// Engine is the registry's view of one engine. Values returned by the
+// registry are copies the caller owns.
+type Engine struct {
+	ID          routing.WorkerID
+	Model       string
+	Endpoint    string
+	Checksum    string
+	Incarnation uint64
+	// Workers is the routing view of each rank, indexed by rank.
+	Workers []routing.WorkerInfo
+	// Loads is the engine-reported load of each rank, indexed by rank;
+	// zero until the first heartbeat carrying it.
+	Loads []routing.Load
+	// Registered is when the current card was first seen; LastSeen the
+	// last card or accepted heartbeat.
+	Registered time.Time
+	LastSeen   time.Time
+}
+
+func (e *Engine) clone() Engine {
+	c := *e
+	c.Workers = slices.Clone(e.Workers)
+	c.Loads = slices.Clone(e.Loads)
+	return c
+}
+
+// Registry holds the live engines of one DC: their cards, liveness and
+// reported loads. It is safe for concurrent use; listeners are called
+// without the registry's lock held.
+type Registry struct {
+	liveness time.Duration
+	m        *metrics.Metrics
+
+	mu        sync.RWMutex
+	engines   map[routing.WorkerID]*Engine
+	listeners []func(Engine)
+}
+
+// NewRegistry returns an empty registry that expires engines silent for
+// liveness. m may be nil.
+func NewRegistry(liveness time.Duration, m *metrics.Metrics) *Registry {
+	return &Registry{liveness: liveness, m: m, engines: make(map[routing.WorkerID]*Engine)}
+}
+
+// OnRemove registers f to be called with every engine that leaves the
+// registry (expired or deregistered) and with the previous state of every
+// engine that restarts, since its in-flight work and cache are gone too.
+// The decision path uses it to drop load accounting and session bindings.
+func (r *Registry) OnRemove(f func(Engine)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, f)
+}
+
+// Register records a card seen at now. The card is validated; an invalid
+// card changes nothing.
+func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) {
+	if c == nil {
+		return Refreshed, fmt.Errorf("%w: nil card", wire.ErrMalformed)
+	}
+	if err := wire.ValidateCard(c); err != nil {
+		return Refreshed, err
+	}
+	r.mu.Lock()
+	old, known := r.engines[routing.WorkerID(c.EngineId)]
+	var prev Engine
+	change := classify(old, c)
+	switch change {
+	case Refreshed:
+		old.LastSeen = now
+	case Updated:
+		old.Model, old.Endpoint, old.Checksum, old.Workers = c.Model, c.EndpointUrl, c.Checksum, wire.Infos(c)
+		old.LastSeen = now
+	default:
+		if known {
+			prev = old.clone()
+		}
+		r.engines[routing.WorkerID(c.EngineId)] = newEngine(c, now)
+	}
+	r.setGaugeLocked()
+	r.mu.Unlock()
+	if change == Restarted {
+		r.notify([]Engine{prev})
+	}
+	return change, nil
+}
+
+// classify compares a card with the registered engine (nil when unknown).
+func classify(old *Engine, c *kvrpb.WorkerCard) Change {
+	switch {
+	case old == nil:
+		return Added
+	case old.Incarnation != c.Incarnation || len(old.Workers) != int(c.DpSize):
+		return Restarted
+	case old.Checksum != c.Checksum || old.Endpoint != c.EndpointUrl:
+		return Updated
+	}
+	return Refreshed
+}
+
+func newEngine(c *kvrpb.WorkerCard, now time.Time) *Engine {
+	return &Engine{
+		ID: routing.WorkerID(c.EngineId), Model: c.Model, Endpoint: c.EndpointUrl,
+		Checksum: c.Checksum, Incarnation: c.Incarnation, Workers: wire.Infos(c),
+		Loads: make([]routing.Load, c.DpSize), Registered: now, LastSeen: now,
+	}
+}
+
+// Heartbeat records a heartbeat seen at now. It is accepted only for a
+// registered engine whose incarnation and card checksum match; otherwise
+// it is refused with ErrUnknownEngine or ErrStaleCard and does not count
+// for liveness, since only a card can tell the registry what the engine
+// now is. Loads of ranks the card does not have are ignored.
+func (r *Registry) Heartbeat(h *kvrpb.Heartbeat, now time.Time) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil heartbeat", wire.ErrMalformed)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.engines[routing.WorkerID(h.EngineId)]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %d", ErrUnknownEngine, h.EngineId)
+	case e.Incarnation != h.Incarnation || e.Checksum != h.CardChecksum:
+		return fmt.Errorf("%w: engine %d incarnation %d checksum %q", ErrStaleCard, h.EngineId, h.Incarnation, h.CardChecksum)
+	}
+	e.LastSeen = now
+	for _, l := range h.Loads {
+		if l != nil && int(l.Rank) < len(e.Loads) {
+			e.Loads[l.Rank] = wire.Load(l)
+		}
+	}
+	return nil
+}
+
+// Deregister removes the engine when incarnation matches its card (a late
+// deregistration of an earlier incarnation must not remove the new one)
+// and reports the removed engine.
+func (r *Registry) Deregister(id routing.WorkerID, incarnation uint64) (Engine, bool) {
+	r.mu.Lock()
+	e, ok := r.engines[id]
+	if !ok || e.Incarnation != incarnation {
+		r.mu.Unlock()
+		return Engine{}, false
+	}
+	delete(r.engines, id)
+	r.setGaugeLocked()
+	r.mu.Unlock()
+	gone := e.clone()
+	r.notify([]Engine{gone})
+	return gone, true
+}
+
+// Sweep removes every engine not seen for the liveness timeout before now
+// and returns them sorted by id.
+func (r *Registry) Sweep(now time.Time) []Engine {
+	r.mu.Lock()
+	var gone []Engine
+	for id, e := range r.engines {
+		if now.Sub(e.LastSeen) >= r.liveness {
+			gone = append(gone, e.clone())
+			delete(r.engines, id)
+		}
+	}
+	r.setGaugeLocked()
+	r.mu.Unlock()
+	slices.SortFunc(gone, func(a, b Engine) int { return cmp.Compare(a.ID, b.ID) })
+	r.notify(gone)
+	return gone
+}
+
+func (r *Registry) notify(gone []Engine) {
+	if len(gone) == 0 {
+		return
+	}
+	r.mu.RLock()
+	ls := slices.Clone(r.listeners)
+	r.mu.RUnlock()
+	for _, e := range gone {
+		for _, f := range ls {
+			f(e)
+		}
+	}
+}
+
+// setGaugeLocked publishes the number of live ranks.
+func (r *Registry) setGaugeLocked() {
+	if r.m == nil {
+		return
+	}
+	n := 0
+	for _, e := range r.engines {
+		n += len(e.Workers)
+	}
+	r.m.Workers.Set(float64(n))
+}
