@@ -1,0 +1,162 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing/wire"
+)
+
+// ErrConfig is returned for an invalid Config; the message names the key.
+var ErrConfig = errors.New("mocker server: invalid config")
+
+// Defaults of the process wrapper.
+const (
+	// DefaultDC is the subject prefix token used when none is configured.
+	DefaultDC = "dc1"
+	// DefaultDPSize runs one rank, the common single-GPU engine.
+	DefaultDPSize = 1
+	// DefaultHeartbeatInterval is short enough that a router with a
+	// liveness timeout of a few seconds sees several beats per timeout.
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+	// DefaultCardInterval repeats the card so that a router started after
+	// the engine learns it within seconds without a discovery protocol.
+	DefaultCardInterval = 5 * time.Second
+	// DefaultMaxTokens is the output length when a request names none; real
+	// engines stop at an end-of-sequence token, which this one never sees.
+	DefaultMaxTokens = 16
+	// DefaultMaxOutputTokens caps any requested output length, so one
+	// request cannot occupy a simulated engine for minutes.
+	DefaultMaxOutputTokens = 4096
+	// DefaultMaxBodyBytes admits a 190k-token prompt sent as a JSON integer
+	// array (about 7 bytes per token) with room to spare.
+	DefaultMaxBodyBytes = 16 << 20
+)
+
+// Clock gives the wall-clock time that drives the engines. Tests and
+// replays may inject their own; the default is time.Now.
+type Clock func() time.Time
+
+// Config shapes one mocker process. The zero value of every field means
+// "use the default"; New completes and validates it.
+type Config struct {
+	// EngineID identifies the engine on the event plane; zero draws a
+	// random non-zero id, so that several mockers need no coordination.
+	EngineID uint64 `koanf:"engine_id"`
+	// DC is the subject prefix token (kvr.<dc>....).
+	DC string `koanf:"dc"`
+	// DPSize is the number of data-parallel ranks, each its own simulated
+	// engine with its own KV cache and event stream.
+	DPSize int `koanf:"dp_size"`
+	// EndpointURL is the OpenAI-compatible base URL advertised in the
+	// card; Serve derives it from the listener address when empty.
+	EndpointURL string `koanf:"endpoint_url"`
+	// HeartbeatInterval is the period of Heartbeat messages.
+	HeartbeatInterval time.Duration `koanf:"heartbeat_interval"`
+	// CardInterval is the period at which the WorkerCard is re-published.
+	CardInterval time.Duration `koanf:"card_interval"`
+	// DefaultMaxTokens is the output length of a request that names none.
+	DefaultMaxTokens int `koanf:"default_max_tokens"`
+	// MaxOutputTokens caps the output length of any request.
+	MaxOutputTokens int `koanf:"max_output_tokens"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// Engine shapes every rank's simulated engine: model name, block size,
+	// KV blocks, batching limits, and SpeedUp, which divides every
+	// iteration time inside the engine (10 makes requests ten times
+	// faster); the driver feeds the engine plain wall-clock times.
+	Engine mocker.Config `koanf:"engine"`
+	// Clock is the time source; nil means time.Now.
+	Clock Clock `koanf:"-"`
+	// Rand draws the engine id and the incarnation; nil means a generator
+	// seeded from the operating system. Tests inject a fixed seed.
+	Rand *rand.Rand `koanf:"-"`
+}
+
+// EnsureDefaults replaces every zero field with its default and returns the
+// config for chaining. It draws EngineID from Rand when zero.
+func (c *Config) EnsureDefaults() *Config {
+	if c.DC == "" {
+		c.DC = DefaultDC
+	}
+	if c.DPSize == 0 {
+		c.DPSize = DefaultDPSize
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.CardInterval == 0 {
+		c.CardInterval = DefaultCardInterval
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = DefaultMaxTokens
+	}
+	if c.MaxOutputTokens == 0 {
+		c.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	for c.EngineID == 0 {
+		c.EngineID = c.Rand.Uint64()
+	}
+	c.Engine.EnsureDefaults()
+	return c
+}
+
+// Validate checks every field and names the first bad key.
+func (c *Config) Validate() error {
+	if err := kvrpb.ValidDC(c.DC); err != nil {
+		return fmt.Errorf("%w: dc: %w", ErrConfig, err)
+	}
+	checks := []struct {
+		key string
+		bad bool
+		msg string
+	}{
+		{"engine_id", c.EngineID == 0, "must be non-zero"},
+		{"dp_size", c.DPSize < 1 || c.DPSize > wire.MaxDPSize, fmt.Sprintf("must be in 1..%d", wire.MaxDPSize)},
+		{"heartbeat_interval", c.HeartbeatInterval <= 0, "must be positive"},
+		{"card_interval", c.CardInterval <= 0, "must be positive"},
+		{"default_max_tokens", c.DefaultMaxTokens < 1, "must be positive"},
+		{"max_output_tokens", c.MaxOutputTokens < c.DefaultMaxTokens, "must be at least default_max_tokens"},
+		{"max_body_bytes", c.MaxBodyBytes < 1, "must be positive"},
+		{"engine.model", len(c.Engine.Model) > wire.MaxModelNameBytes, fmt.Sprintf("must be at most %d bytes", wire.MaxModelNameBytes)},
+	}
+	for _, k := range checks {
+		if k.bad {
+			return fmt.Errorf("%w: %s %s", ErrConfig, k.key, k.msg)
+		}
+	}
+	if err := validEndpoint(c.EndpointURL); err != nil {
+		return err
+	}
+	if err := c.Engine.Validate(); err != nil {
+		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// validEndpoint accepts an empty URL (derived later) or an http(s) URL with
+// a host, the form routers accept in a card.
+func validEndpoint(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: endpoint_url %q is not an http(s) URL", ErrConfig, s)
+	}
+	return nil
+}

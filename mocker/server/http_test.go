@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+func TestChatStreaming(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 2 }, nil)
+	client := h.client()
+	const n = 12
+	start := time.Now()
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:         testModel,
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there, simulated engine")},
+		MaxTokens:     openai.Int(n),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	var (
+		content  strings.Builder
+		chunks   int
+		role     string
+		finish   string
+		usage    openai.CompletionUsage
+		arrivals []time.Time
+	)
+	for stream.Next() {
+		c := stream.Current()
+		if c.Usage.TotalTokens > 0 {
+			usage = c.Usage
+		}
+		for _, ch := range c.Choices {
+			if chunks == 0 {
+				role = ch.Delta.Role
+			}
+			chunks++
+			if ch.Delta.Content != "" {
+				content.WriteString(ch.Delta.Content)
+				arrivals = append(arrivals, time.Now())
+			}
+			if ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if role != "assistant" || finish != "length" || content.String() != expectedText(n) {
+		t.Fatalf("role %q finish %q content %q", role, finish, content.String())
+	}
+	if len(arrivals) != n || chunks != n+2 {
+		t.Fatalf("%d content chunks of %d chunks, want %d of %d", len(arrivals), chunks, n, n+2)
+	}
+	prompt := int64(len(TextTokens("<|user|>\nhello there, simulated engine\n")))
+	if usage.PromptTokens != prompt || usage.CompletionTokens != n || usage.TotalTokens != prompt+n {
+		t.Fatalf("usage %+v, want prompt %d", usage, prompt)
+	}
+	// Tokens cannot arrive before the engine makes them: the prefill and
+	// n-1 decode iterations take at least 7.5 ms / SpeedUp each. The
+	// first arrival may be late on a loaded machine, so the spread of the
+	// stream is checked against half of its modelled length only.
+	iter := 3750 * time.Microsecond
+	if total := arrivals[n-1].Sub(start); total < n*iter {
+		t.Fatalf("last token after %v, want at least %v", total, n*iter)
+	}
+	if span := arrivals[n-1].Sub(arrivals[0]); span < (n-1)*iter/2 {
+		t.Fatalf("tokens span %v, want at least %v (paced, not one burst)", span, (n-1)*iter/2)
+	}
+}
+
+func TestChatNonStreamingWithTokenIDs(t *testing.T) {
+	h := startHarness(t, nil, nil)
+	client := h.client()
+	ids := tokenRange(1000, 3*testBlock+5)
+	params := openai.ChatCompletionNewParams{
+		Model:               testModel,
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("ignored for hashing")},
+		MaxCompletionTokens: openai.Int(5),
+	}
+	ext := option.WithJSONSet("kvrouter", map[string]any{"token_ids": ids})
+	var cached []int64
+	for range 2 {
+		resp, err := client.Chat.Completions.New(context.Background(), params, ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != expectedText(5) || resp.Choices[0].FinishReason != "length" {
+			t.Fatalf("response %+v", resp.Choices)
+		}
+		if resp.Usage.PromptTokens != int64(len(ids)) || resp.Usage.CompletionTokens != 5 || resp.Object != "chat.completion" {
+			t.Fatalf("usage %+v object %q", resp.Usage, resp.Object)
+		}
+		cached = append(cached, resp.Usage.PromptTokensDetails.CachedTokens)
+	}
+	// The second request finds the three complete prompt blocks cached.
+	if cached[0] != 0 || cached[1] != 3*testBlock {
+		t.Fatalf("cached tokens %v, want [0 %d]", cached, 3*testBlock)
+	}
+}
+
+func TestCompletions(t *testing.T) {
+	h := startHarness(t, nil, nil)
+	client := h.client()
+	tests := []struct {
+		name   string
+		prompt openai.CompletionNewParamsPromptUnion
+		tokens int64
+	}{
+		{"token ids", openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: tokenRange(1, 40)}, 40},
+		{"one token array", openai.CompletionNewParamsPromptUnion{OfArrayOfTokenArrays: [][]int64{tokenRange(7, 33)}}, 33},
+		{"text", openai.CompletionNewParamsPromptUnion{OfString: openai.String("abcdefgh")}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			params := openai.CompletionNewParams{Model: testModel, Prompt: tc.prompt, MaxTokens: openai.Int(4)}
+			resp, err := client.Completions.New(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Choices[0].Text != expectedText(4) || resp.Usage.PromptTokens != tc.tokens || resp.Object != "text_completion" {
+				t.Fatalf("response %+v usage %+v", resp.Choices, resp.Usage)
+			}
+			stream := client.Completions.NewStreaming(context.Background(), params)
+			var text strings.Builder
+			var finish string
+			for stream.Next() {
+				for _, ch := range stream.Current().Choices {
+					text.WriteString(ch.Text)
+					if ch.FinishReason != "" {
+						finish = string(ch.FinishReason)
+					}
+				}
+			}
+			if err := stream.Err(); err != nil || text.String() != expectedText(4) || finish != "length" {
+				t.Fatalf("stream %q finish %q err %v", text.String(), finish, err)
+			}
+		})
+	}
+}
+
+func TestDefaultOutputLength(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.DefaultMaxTokens = 3 }, nil)
+	status, body := h.post("/v1/chat/completions", `{"model":"test-model","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, nil)
+	var resp struct {
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || status != 200 {
+		t.Fatalf("status %d body %s err %v", status, body, err)
+	}
+	if resp.Choices[0].Message.Content != expectedText(3) || resp.Choices[0].FinishReason != "stop" {
+		t.Fatalf("body %s", body)
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	h := startHarness(t, nil, nil)
+	chat := "/v1/chat/completions"
+	tests := []struct {
+		name   string
+		path   string
+		body   string
+		header map[string]string
+		status int
+		code   string
+	}{
+		{"bad json", chat, `{"messages":`, nil, 400, "invalid_request"},
+		{"no messages", chat, `{"model":"test-model","messages":[]}`, nil, 400, "invalid_request"},
+		{"wrong model", chat, `{"model":"other","messages":[{"role":"user","content":"x"}]}`, nil, 404, "model_not_found"},
+		{"bad rank", chat, `{"messages":[{"role":"user","content":"x"}]}`, map[string]string{"X-Dp-Rank": "3"}, 400, "invalid_dp_rank"},
+		{"n=2", chat, `{"n":2,"messages":[{"role":"user","content":"x"}]}`, nil, 400, "invalid_request"},
+		{"max_tokens 0", chat, `{"max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, nil, 400, "invalid_request"},
+		{"token out of range", "/v1/completions", `{"prompt":[1,-2]}`, nil, 400, "invalid_request"},
+		{"batched prompts", "/v1/completions", `{"prompt":["a","b"]}`, nil, 400, "invalid_request"},
+		{"empty prompt", "/v1/completions", `{"prompt":""}`, nil, 400, "invalid_request"},
+		{"too long", "/v1/completions", `{"prompt":"x","max_tokens":4096}`, nil, 400, "context_length_exceeded"},
+		{"unknown path", "/v1/embeddings", `{}`, nil, 404, "not_found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := h.post(tc.path, tc.body, tc.header)
+			var e apiError
+			if err := json.Unmarshal([]byte(body), &e); err != nil || status != tc.status || e.Error.Code != tc.code || e.Error.Message == "" {
+				t.Fatalf("status %d body %s, want %d %s", status, body, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	h := startHarness(t, nil, nil)
+	client := h.client()
+	models, err := client.Models.List(context.Background())
+	if err != nil || len(models.Data) != 1 || models.Data[0].ID != testModel {
+		t.Fatalf("models %+v err %v", models, err)
+	}
+	status, body := h.get("/health")
+	if status != 200 || !strings.Contains(body, `"status":"ok"`) || !strings.Contains(body, `"engine_id":"42"`) {
+		t.Fatalf("health %d %s", status, body)
+	}
+}
+
+func TestClientDisconnectDropsOutput(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 1 }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := h.openai().Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("bye")}, MaxTokens: openai.Int(20),
+	})
+	if !stream.Next() {
+		t.Fatalf("no first chunk: %v", stream.Err())
+	}
+	cancel()
+	for stream.Next() {
+	}
+	// The engine finishes the abandoned request on its own; a new request
+	// is then served normally.
+	resp, err := h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("again")}, MaxTokens: openai.Int(2),
+	})
+	if err != nil || resp.Choices[0].Message.Content != expectedText(2) {
+		t.Fatalf("after disconnect: %v %+v", err, resp)
+	}
+}

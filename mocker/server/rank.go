@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// rank is one data-parallel rank: a simulated engine, the requests in
+// flight on it, and the driver goroutine that advances it in real time.
+//
+// mu serialises every use of the engine (Submit from handlers, Advance from
+// the driver, Load from the heartbeat, Dump from the snapshot responder)
+// and also covers publishing the rank's event batches and snapshot replies,
+// so that the NATS connection sees them in event-id order.
+type rank struct {
+	srv    *Server
+	worker routing.Worker
+
+	mu   sync.Mutex
+	eng  *mocker.Engine
+	reqs map[string]*pending
+	open bool
+
+	wake     chan struct{}
+	drop     atomic.Int64
+	inflight atomic.Int64
+}
+
+func newRank(s *Server, idx uint32) (*rank, error) {
+	w := routing.Worker{ID: routing.WorkerID(s.cfg.EngineID), Rank: idx}
+	eng, err := mocker.New(s.cfg.Engine, w)
+	if err != nil {
+		return nil, fmt.Errorf("%w: engine: %w", ErrConfig, err)
+	}
+	return &rank{srv: s, worker: w, eng: eng, reqs: make(map[string]*pending), wake: make(chan struct{}, 1)}, nil
+}
+
+// submit queues a request on the engine at the current time and wakes the
+// driver. It refuses with ErrStopped while the rank is not running.
+func (r *rank) submit(p *pending, req mocker.Request) error {
+	r.mu.Lock()
+	if !r.open {
+		r.mu.Unlock()
+		return ErrStopped
+	}
+	err := r.eng.Submit(req, r.srv.cfg.Clock())
+	if err == nil {
+		r.reqs[p.id] = p
+		r.inflight.Add(1)
+	}
+	r.mu.Unlock()
+	if err == nil {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// setOpen opens or closes the rank to new requests. Closing aborts every
+// request in flight, because no driver will advance them any more.
+func (r *rank) setOpen(open bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open = open
+	if open {
+		return
+	}
+	for id, p := range r.reqs {
+		p.abort(ErrStopped)
+		delete(r.reqs, id)
+	}
+	r.inflight.Store(0)
+}
+
+// run drives the engine until ctx is done: it sleeps until the engine's
+// next event time, advances the engine to the current time and dispatches
+// what happened. A submit wakes it early, since an idle engine's next event
+// time changes when work arrives. Config.Engine.SpeedUp already scales the
+// engine's iteration times, so wall-clock times are fed unscaled.
+func (r *rank) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait, ok := r.step()
+		var fire <-chan time.Time
+		if ok {
+			timer.Reset(wait)
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-fire:
+		}
+	}
+}
+
+// step advances the engine if its next event is due and reports how long to
+// sleep until the following one (false when the engine is idle).
+func (r *rank) step() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.srv.cfg.Clock()
+	next, ok := r.eng.NextEventTime()
+	if ok && !next.After(now) {
+		res := r.eng.Advance(now)
+		r.dispatch(&res)
+		r.srv.publishEvents(r, res.Events)
+		next, ok = r.eng.NextEventTime()
+	}
+	return next.Sub(now), ok
+}
+
+// dispatch turns one Advance into request progress and ends finished
+// requests. The engine reports first tokens and completions but not each
+// request's tokens per iteration, so a decoding request is credited one
+// token per completed iteration, exact while each Advance completes one
+// iteration and no prefill chunk starves a decode. The count stays below
+// MaxTokens until the completion sets it exactly, so the stream always
+// carries exactly the generated tokens.
+func (r *rank) dispatch(res *mocker.StepResult) {
+	if res.Iterations > 0 {
+		for _, p := range r.reqs {
+			if p.decoding {
+				if n := min(p.emitted+res.Iterations, p.maxTokens-1); n > p.emitted {
+					p.announce(n)
+				}
+			}
+		}
+	}
+	for _, c := range timeline(res) {
+		if p := r.reqs[c.id]; p != nil {
+			c.apply(p)
+		}
+	}
+	for _, c := range res.Finished {
+		if p := r.reqs[c.ID]; p != nil {
+			p.finish(c)
+			delete(r.reqs, c.ID)
+			r.inflight.Add(-1)
+		}
+	}
+}
+
+// load samples the engine's load and last event id for a heartbeat.
+func (r *rank) load() (mocker.Load, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.eng.Load(), r.eng.LastEventID()
+}
