@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Packages with concurrent code; `make test` also runs them under the race detector, in -short
 # mode (which skips only the whole-trace replays, already covered by the plain run).
-RACE_PKGS := ./routing/... ./mocker/... ./sim/...
+RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/...
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 
@@ -56,7 +56,7 @@ proto: ## Regenerate proto/kvrpb from proto/kvr/v1 (needs protoc: apt-get instal
 	  --go_opt=module=github.com/kvrouter/kvrouter proto/kvr/v1/*.proto
 
 .PHONY: demo
-demo: ## Replay the bundled trace through the simulator and print the policy table.
+demo: ## Simulated policy comparison on the bundled trace, then a live replay through a router node.
 	$(GO) run ./cmd/kvrouter demo
 
 .PHONY: clean

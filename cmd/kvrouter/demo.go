@@ -1,18 +1,87 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kvrouter/kvrouter/demo"
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/node"
+)
+
+type demoFlags struct {
+	sim      simFlags
+	live     demo.Config
+	serve    bool
+	noSim    bool
+	logLevel string
+}
 
 func newDemoCmd() *cobra.Command {
-	var f simFlags
+	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Replay the bundled trace and compare routing policies",
-		Long: `demo replays the bundled Mooncake synthetic trace through the routing core and
-four simulated engines on a virtual clock, once per policy, and prints the comparison.
-It needs nothing but this binary.`,
+		Short: "Compare routing policies on the bundled trace: simulated, then live over HTTP",
+		Long: `demo needs nothing but this binary. It first replays the bundled Mooncake trace on a
+virtual clock through the routing core and simulated engines, once per policy, and prints
+the comparison. Then it starts a live fleet on loopback (embedded NATS, one router node,
+simulated engines serving HTTP) and replays the start of the trace through the node's
+OpenAI-compatible API with a real client, once with kv and once with round-robin.
+
+With --serve it only starts the live fleet and leaves it running for curl or any OpenAI
+client until interrupted.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f, true) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
 	}
-	f.register(cmd, "kv,round-robin,least-loaded,two-tier,power-of-two,random")
+	f.sim.register(cmd, "kv,round-robin,least-loaded,two-tier,power-of-two,random")
+	fs := cmd.Flags()
+	fs.BoolVar(&f.serve, "serve", false, "start the live fleet and leave it running")
+	fs.BoolVar(&f.noSim, "no-sim", false, "skip the simulated comparison")
+	fs.StringVar(&f.live.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "the router node's client-facing address")
+	fs.IntVar(&f.live.Requests, "live-requests", demo.DefaultRequests, "trace requests replayed live per policy")
+	fs.Float64Var(&f.live.Compress, "compress", demo.DefaultCompress, "live replay: arrivals and engine clocks this many times faster than the trace")
+	fs.StringSliceVar(&f.live.Policies, "live-policies", []string{"kv", "round-robin"}, "policies replayed live")
+	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the live fleet")
 	return cmd
+}
+
+func runDemo(cmd *cobra.Command, f *demoFlags) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: %w", f.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	f.live.Engines = f.sim.engines
+	if f.serve {
+		return serveDemo(cmd, f, log)
+	}
+	out := cmd.OutOrStdout()
+	if !f.noSim {
+		if err := runSim(cmd, &f.sim, true); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	return demo.Run(cmd.Context(), f.live, out, log)
+}
+
+func serveDemo(cmd *cobra.Command, f *demoFlags, log *slog.Logger) error {
+	fleet, err := demo.StartFleet(cmd.Context(), f.live, "kv", log)
+	if err != nil {
+		return err
+	}
+	defer fleet.Stop()
+	base := fleet.BaseURL()
+	fmt.Fprintf(cmd.OutOrStdout(), `kvrouter demo fleet is up: router node at %s/v1, %d simulated engines serving %q.
+Try:
+  curl -s %s/v1/models
+  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
+    -d '{"model":"%s","messages":[{"role":"user","content":"Hello"}],"stream":true}'
+Metrics: %s/metrics. Press Ctrl-C to stop.
+`, base, f.live.Engines, mocker.DefaultModel, base, base, mocker.DefaultModel, base)
+	<-cmd.Context().Done()
+	return nil
 }

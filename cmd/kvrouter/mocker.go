@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+)
+
+// mockerFlags binds every `kvrouter mocker` option.
+type mockerFlags struct {
+	cfg        server.Config
+	configPath string
+	httpAddr   string
+	natsURL    string
+	log        logFlags
+}
+
+func (f *mockerFlags) register(fs *pflag.FlagSet) {
+	c := &f.cfg
+	c.EnsureDefaults()
+	e := &c.Engine
+	e.EnsureDefaults()
+	fs.StringVar(&f.configPath, "config", "", "YAML file of options (keys as flag names with underscores); precedence: default < file < KVR_* environment < flag")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:0", "OpenAI-compatible HTTP address of the engine (port 0: any free port)")
+	fs.StringVar(&f.natsURL, "nats", "nats://"+natsbus.DefaultEmbeddedAddr, "NATS server URL the engine registers and publishes on")
+	fs.Uint64Var(&c.EngineID, "engine-id", 0, "engine id (0: random)")
+	fs.StringVar(&c.DC, "dc", c.DC, "data center name; must match the router nodes' --dc")
+	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "data-parallel ranks (one simulated engine each)")
+	fs.StringVar(&c.EndpointURL, "endpoint-url", "", "base URL advertised to routers (default: from the listen address)")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", c.HeartbeatInterval, "heartbeat period; routers drop an engine after their liveness timeout")
+	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "output tokens when a request sets no max_tokens")
+	fs.StringVar(&e.Model, "model", e.Model, "served model name")
+	fs.IntVar(&e.BlockSize, "block-size", e.BlockSize, "KV block size in tokens")
+	fs.IntVar(&e.NumBlocks, "num-blocks", e.NumBlocks, "KV capacity per rank in blocks")
+	fs.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget of one iteration (chunked prefill)")
+	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most requests running at once")
+	fs.Float64Var(&e.SpeedUp, "speedup", e.SpeedUp, "run the timing model this many times faster than real time")
+	f.log.register(fs)
+}
+
+func newMockerCmd() *cobra.Command {
+	var f mockerFlags
+	cmd := &cobra.Command{
+		Use:   "mocker",
+		Short: "Run a simulated inference engine (OpenAI-compatible HTTP + NATS events)",
+		Long: `mocker runs a simulated vLLM-style engine: a paged prefix cache with LRU eviction,
+continuous batching with chunked prefill and a timing model of Llama-3.1-8B on one H100,
+behind an OpenAI-compatible HTTP server that streams tokens at the model's pace. It
+registers with the router nodes over NATS, publishes heartbeats with its load and its KV
+cache events, and answers snapshot requests.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMocker(cmd, &f) },
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+func runMocker(cmd *cobra.Command, f *mockerFlags) error {
+	if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
+		return err
+	}
+	log, err := f.log.logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker"}, log)
+	if err != nil {
+		return fmt.Errorf("--nats: %w", err)
+	}
+	defer bus.Close()
+	srv, err := server.New(f.cfg, bus.Conn, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return fmt.Errorf("--http-addr %s: %w", f.httpAddr, err)
+	}
+	log.Info("mocker serving", "http", ln.Addr().String(), "engine", srv.EngineID(), "model", f.cfg.Engine.Model)
+	return srv.Serve(cmd.Context(), ln)
+}

@@ -1,0 +1,157 @@
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/sim"
+	"github.com/kvrouter/kvrouter/traces"
+)
+
+// Outcome is what the replay client saw of one request.
+type Outcome struct {
+	TTFT         time.Duration
+	Done         time.Duration // from arrival to the last byte
+	PromptTokens int
+	CachedTokens int
+	OutputTokens int
+	Err          error
+}
+
+// Replayer sends trace requests to an OpenAI-compatible endpoint at their
+// (compressed) arrival times, as streaming completions with token-id
+// prompts, and records TTFT and the engines' reported cache hits.
+type Replayer struct {
+	BaseURL string
+	Model   string
+	// Compress divides the trace's inter-arrival times.
+	Compress float64
+	Client   *http.Client
+}
+
+// Run replays reqs and returns one outcome per request, in trace order.
+func (r *Replayer) Run(ctx context.Context, reqs []traces.Request) []Outcome {
+	out := make([]Outcome, len(reqs))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		at := start.Add(time.Duration(float64(req.Arrival) / r.Compress))
+		if d := time.Until(at); d > 0 {
+			select {
+			case <-ctx.Done():
+				out[i].Err = ctx.Err()
+				continue
+			case <-time.After(d):
+			}
+		}
+		wg.Go(func() { out[i] = r.one(ctx, i, req) })
+	}
+	wg.Wait()
+	return out
+}
+
+// prompt builds the token ids of a trace record: 512 tokens per hash id, a
+// pure function of the id, cut to the input length.
+func prompt(req traces.Request) []uint32 {
+	toks := make([]uint32, 0, len(req.HashIDs)*traces.MooncakeBlockTokens)
+	for _, id := range req.HashIDs {
+		toks = sim.TokensOf(id, toks)
+	}
+	return toks[:min(len(toks), req.InputTokens)]
+}
+
+func (r *Replayer) body(req traces.Request) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"model":%q,"stream":true,"stream_options":{"include_usage":true},"max_tokens":%d,"prompt":[`,
+		r.Model, max(1, req.OutputTokens))
+	for i, t := range prompt(req) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(uint64(t), 10))
+	}
+	b.WriteString("]}")
+	return b.Bytes()
+}
+
+func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
+	t0 := time.Now()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, r.BaseURL+"/v1/completions", bytes.NewReader(r.body(req)))
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("X-Request-Id", "demo-"+strconv.Itoa(i))
+	resp, err := r.Client.Do(hr)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return Outcome{Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))}
+	}
+	o := readStream(resp.Body, t0)
+	o.Done = time.Since(t0)
+	return o
+}
+
+// chunk is the part of a completions stream chunk the client reads.
+type chunk struct {
+	Choices []struct {
+		Text string `json:"text"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func readStream(body io.Reader, t0 time.Time) Outcome {
+	var o Outcome
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			o.Err = fmt.Errorf("bad stream chunk: %w", err)
+			return o
+		}
+		if c.Error != nil {
+			o.Err = fmt.Errorf("stream error: %s", c.Error.Message)
+			return o
+		}
+		if len(c.Choices) > 0 && o.TTFT == 0 {
+			o.TTFT = time.Since(t0)
+		}
+		if u := c.Usage; u != nil {
+			o.PromptTokens, o.OutputTokens = u.PromptTokens, u.CompletionTokens
+			if u.PromptTokensDetails != nil {
+				o.CachedTokens = u.PromptTokensDetails.CachedTokens
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		o.Err = err
+	}
+	return o
+}

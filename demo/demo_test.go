@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/kvrouter/kvrouter/traces"
+)
+
+func TestLiveReplayServesEveryRequest(t *testing.T) {
+	ign := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ign) })
+	reqs, err := traces.ReadBytes(traces.MooncakeSynthetic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 120 requests share prefixes (the trace's hash ids 0.. recur), at 50x
+	// they arrive within about a second.
+	cfg := Config{HTTPAddr: "127.0.0.1:0", Engines: 2, Requests: 120, Compress: 50, Trace: reqs}
+	var out bytes.Buffer
+	if err := Run(t.Context(), cfg, &out, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	t.Log("\n" + report)
+	for _, p := range []string{"kv", "round-robin"} {
+		var line string
+		for l := range strings.SplitSeq(report, "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[0] == p {
+				line = l
+			}
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "120" || f[2] != "0" {
+			t.Fatalf("policy %s: want 120 requests and 0 errors, got line %q", p, line)
+		}
+	}
+}
+
+func TestConfigRejects(t *testing.T) {
+	for _, c := range []Config{{Engines: -1}, {Requests: -5}, {Compress: -1}, {Compress: 5000}} {
+		if _, err := c.withDefaults(); err == nil {
+			t.Fatalf("accepted %+v", c)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kvrouter/kvrouter/sim"
+)
+
+// Summary is one policy's line of the live demo's report.
+type Summary struct {
+	Policy   string
+	Requests int
+	Errors   int
+	// FirstError is the first failure, for the report.
+	FirstError error
+	// HitRatio is the share of prompt tokens the engines served from their
+	// prefix caches, as they reported in usage.prompt_tokens_details.
+	HitRatio    float64
+	TTFTP50     time.Duration
+	TTFTP99     time.Duration
+	ReqPerSec   float64
+	TokPerSec   float64
+	WallSeconds float64
+}
+
+// Summarize folds the outcomes of one replay.
+func Summarize(policy string, outs []Outcome, wall time.Duration) Summary {
+	s := Summary{Policy: policy, Requests: len(outs), WallSeconds: wall.Seconds()}
+	var ttft []time.Duration
+	var prompt, cached, output int
+	for _, o := range outs {
+		if o.Err != nil {
+			s.Errors++
+			if s.FirstError == nil {
+				s.FirstError = o.Err
+			}
+			continue
+		}
+		ttft = append(ttft, o.TTFT)
+		prompt += o.PromptTokens
+		cached += o.CachedTokens
+		output += o.OutputTokens
+	}
+	if prompt > 0 {
+		s.HitRatio = float64(cached) / float64(prompt)
+	}
+	s.TTFTP50, s.TTFTP99 = sim.Percentile(ttft, 0.5), sim.Percentile(ttft, 0.99)
+	if wall > 0 {
+		s.ReqPerSec = float64(len(outs)-s.Errors) / wall.Seconds()
+		s.TokPerSec = float64(output) / wall.Seconds()
+	}
+	return s
+}
+
+// WriteSummaries prints the live demo's table.
+func WriteSummaries(w io.Writer, ss []Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\trequests\terrors\thit ratio\tTTFT p50 ms\tTTFT p99 ms\treq/s\toutput tok/s\t")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.0f\t%.0f\t%.1f\t%.0f\t\n", s.Policy, s.Requests, s.Errors, s.HitRatio,
+			float64(s.TTFTP50)/float64(time.Millisecond), float64(s.TTFTP99)/float64(time.Millisecond), s.ReqPerSec, s.TokPerSec)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if s.FirstError != nil {
+			fmt.Fprintf(w, "%s: first error: %v\n", s.Policy, s.FirstError)
+		}
+	}
+	return nil
+}

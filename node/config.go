@@ -1,0 +1,91 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/node/frontend"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// ErrConfig is returned for an invalid node configuration; the message names
+// the option.
+var ErrConfig = errors.New("node: invalid config")
+
+// DefaultHTTPAddr is the client-facing address: loopback, so that a node
+// started without options is not exposed beyond the machine.
+const DefaultHTTPAddr = "127.0.0.1:8000"
+
+// Config is a router node's whole configuration. Zero values mean defaults
+// (see DefaultConfig); the command line maps one flag to each field.
+type Config struct {
+	// DC names the data center; it prefixes every NATS subject (kvr.<dc>).
+	DC string
+	// NodeID names this node in logs and metrics.
+	NodeID string
+	// HTTPAddr is the OpenAI-compatible frontend's listen address.
+	HTTPAddr string
+	// NATS is natsbus.Embedded or a nats:// URL; NATSListen is where an
+	// embedded server listens.
+	NATS       string
+	NATSListen string
+	// OTLPEndpoint, when set, exports request spans over OTLP/gRPC to it
+	// (host:port); tracing is off by default.
+	OTLPEndpoint string
+
+	Dispatch dispatch.Config
+	Events   eventplane.Config
+	Frontend frontend.Config
+}
+
+// DefaultConfig returns the defaults of every option.
+func DefaultConfig() Config {
+	return Config{
+		DC:         "dc1",
+		NodeID:     "node1",
+		HTTPAddr:   DefaultHTTPAddr,
+		NATS:       natsbus.Embedded,
+		NATSListen: natsbus.DefaultEmbeddedAddr,
+		Dispatch:   dispatch.DefaultConfig(),
+	}
+}
+
+// Validate checks every option; errors name the option.
+func (c *Config) Validate() error {
+	if err := kvrpb.ValidDC(c.DC); err != nil {
+		return fmt.Errorf("%w: dc: %w", ErrConfig, err)
+	}
+	if c.NodeID == "" {
+		return fmt.Errorf("%w: node_id must be set", ErrConfig)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return fmt.Errorf("%w: http_addr %q: %v", ErrConfig, c.HTTPAddr, err)
+	}
+	if err := (natsbus.Config{URL: c.NATS, EmbeddedAddr: c.NATSListen}).Validate(); err != nil {
+		return err
+	}
+	c.Events.DC = c.DC
+	c.Events.NoKVEvents = c.Dispatch.ApproximateMode
+	if err := c.Events.EnsureDefaults().Validate(); err != nil {
+		return err
+	}
+	c.Dispatch = c.Dispatch.EnsureDefaults()
+	if err := c.Dispatch.Validate(); err != nil {
+		return err
+	}
+	if c.Frontend.MaxPromptTokens == 0 {
+		c.Frontend.MaxPromptTokens = c.Dispatch.MaxPromptTokens
+	}
+	// The frontend's options are validated, with its defaults applied, by
+	// frontend.New when Run starts it.
+	return nil
+}
+
+// shutdownGrace bounds how long Run waits for in-flight requests after its
+// context ends.
+const shutdownGrace = 10 * time.Second

@@ -1,0 +1,317 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+)
+
+const model = mocker.DefaultModel
+
+// fleet is a node and its engines on loopback, all in this process.
+type fleet struct {
+	t       *testing.T
+	node    *node.Node
+	engines map[uint64]*server.Server
+	stops   map[uint64]context.CancelFunc
+	ctx     context.Context
+	wg      sync.WaitGroup
+	base    string
+}
+
+func startFleet(t *testing.T, engines int, tweak func(*node.Config)) *fleet {
+	t.Helper()
+	ign := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ign) })
+	cfg := node.DefaultConfig()
+	cfg.HTTPAddr, cfg.NATSListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Events.LivenessTimeout = time.Second
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	log := slog.New(slog.DiscardHandler)
+	n, err := node.New(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{t: t, node: n, ctx: ctx, engines: map[uint64]*server.Server{}, stops: map[uint64]context.CancelFunc{}}
+	t.Cleanup(func() { cancel(); f.wg.Wait() })
+	f.wg.Go(func() {
+		if err := n.Run(ctx); err != nil {
+			t.Errorf("node: %v", err)
+		}
+	})
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.base = "http://" + n.Addr().String()
+	for i := range engines {
+		f.startEngine(uint64(i + 1))
+	}
+	f.waitEngines(engines)
+	return f
+}
+
+func (f *fleet) startEngine(id uint64) {
+	f.t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	bus, err := natsbus.Open(natsbus.Config{URL: f.node.NATSURL()}, log)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond,
+		Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}, bus.Conn, log)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	f.engines[id], f.stops[id] = srv, cancel
+	f.wg.Go(func() {
+		defer bus.Close()
+		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+			f.t.Errorf("engine %d: %v", id, err)
+		}
+	})
+}
+
+func (f *fleet) waitEngines(want int) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.node.Engines() != want {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d engines registered, want %d", f.node.Engines(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (f *fleet) client() openai.Client {
+	return openai.NewClient(option.WithBaseURL(f.base+"/v1"), option.WithAPIKey("test"), option.WithMaxRetries(0))
+}
+
+// complete sends a non-streaming completion with token ids and returns the
+// engine that served it and the cached tokens it reported.
+func (f *fleet) complete(tokens []int) (worker string, cached int64) {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": tokens, "max_tokens": 2})
+	resp, err := http.Post(f.base+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Usage struct {
+			Details struct {
+				Cached int64 `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		f.t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		f.t.Fatal(err)
+	}
+	return resp.Header.Get("X-Kvrouter-Worker"), out.Usage.Details.Cached
+}
+
+func seq(start, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = start + i
+	}
+	return out
+}
+
+func TestOpenAIClientEndToEnd(t *testing.T) {
+	f := startFleet(t, 2, nil)
+	c := f.client()
+	ctx := t.Context()
+	chat, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(4),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	if err != nil || len(chat.Choices) != 1 || chat.Choices[0].Message.Content == "" {
+		t.Fatalf("chat: %v %+v", err, chat)
+	}
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(5),
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream please")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+	var text strings.Builder
+	var usage int64
+	for stream.Next() {
+		ch := stream.Current()
+		if len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Delta.Content)
+		}
+		if ch.Usage.CompletionTokens > 0 {
+			usage = ch.Usage.CompletionTokens
+		}
+	}
+	if err := stream.Err(); err != nil || text.Len() == 0 || usage != 5 {
+		t.Fatalf("chat stream: %v %q usage %d", err, text.String(), usage)
+	}
+	comp, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: model, MaxTokens: openai.Int(3),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("once upon a time")}})
+	if err != nil || len(comp.Choices) != 1 || comp.Usage.CompletionTokens != 3 {
+		t.Fatalf("completion: %v %+v", err, comp)
+	}
+	cs := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: model, MaxTokens: openai.Int(3),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("streamed")}})
+	chunks := 0
+	for cs.Next() {
+		chunks++
+	}
+	if err := cs.Err(); err != nil || chunks < 3 {
+		t.Fatalf("completion stream: %v, %d chunks", err, chunks)
+	}
+	models, err := c.Models.List(ctx)
+	if err != nil || len(models.Data) != 1 || models.Data[0].ID != model {
+		t.Fatalf("models: %v %+v", err, models)
+	}
+}
+
+// A request sharing a long prefix with an earlier one goes to the engine
+// that cached it, even while that engine is busy with the earlier request's
+// decode; a fresh prompt goes to the idle engine.
+func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
+	f := startFleet(t, 2, nil)
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": seq(1000, 512), "max_tokens": 3000, "stream": true})
+	resp, err := http.Post(f.base+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := resp.Header.Get("X-Kvrouter-Worker")
+	if _, err := resp.Body.Read(make([]byte, 1)); err != nil || first == "" {
+		t.Fatalf("first stream: %v, worker %q", err, first)
+	}
+	time.Sleep(50 * time.Millisecond) // the stored events reach the index
+	again, cached := f.complete(append(seq(1000, 480), seq(90000, 64)...))
+	if again != first || cached < 480-16 {
+		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens", again, first, cached)
+	}
+	fresh, cached := f.complete(seq(50000, 512))
+	if fresh == first || cached != 0 {
+		t.Fatalf("fresh prompt went to %s (busy engine %s) with %d cached tokens", fresh, first, cached)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fleet) resyncs() float64 {
+	return testutil.ToFloat64(f.node.Metrics().Resyncs.WithLabelValues("ok"))
+}
+
+func (f *fleet) waitResyncs(n float64) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.resyncs() < n {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%v resyncs, want %v", f.resyncs(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestForcedGapResyncsOnce(t *testing.T) {
+	f := startFleet(t, 1, nil)
+	f.waitResyncs(1) // the snapshot every newly registered rank gets
+	if err := f.engines[1].DropBatches(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.complete(seq(1, 256))    // its stored event is dropped: a gap
+	f.complete(seq(5000, 256)) // the next batch reveals the gap
+	f.waitResyncs(2)
+	time.Sleep(300 * time.Millisecond)
+	if n := f.resyncs(); n != 2 {
+		t.Fatalf("%v resyncs after the gap, want exactly 1", n-1)
+	}
+	// After the resync the index knows the dropped blocks: the prompt
+	// hits on the router's prediction as it does on the engine.
+	_, cached := f.complete(seq(1, 256))
+	if cached < 240 {
+		t.Fatalf("engine reports %d cached tokens", cached)
+	}
+}
+
+// An engine that stops heartbeating (hung, or killed without a goodbye) is
+// dropped within the liveness timeout and gets no more traffic.
+func TestHungEngineTrafficReroutes(t *testing.T) {
+	f := startFleet(t, 2, nil) // liveness timeout 1 s
+	f.engines[2].PauseHeartbeats(true)
+	paused := time.Now()
+	for f.node.Engines() != 1 {
+		if time.Since(paused) > 1500*time.Millisecond {
+			t.Fatal("hung engine not dropped within the liveness timeout and a sweep")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 6 {
+		if w, _ := f.complete(seq(100*i, 64)); !strings.HasPrefix(w, "1/") {
+			t.Fatalf("request %d went to %s", i, w)
+		}
+	}
+}
+
+func TestBadInputGetsDocumented4xx(t *testing.T) {
+	f := startFleet(t, 1, func(c *node.Config) { c.Frontend.MaxBodyBytes = 1 << 16; c.Dispatch.MaxPromptTokens = 1000 })
+	huge := fmt.Sprintf(`{"model":%q,"prompt":"%s"}`, model, strings.Repeat("x", 1<<17))
+	tests := []struct {
+		name, body string
+		status     int
+	}{
+		{"malformed json", `{"model":`, 400},
+		{"wrong type", `{"model":5,"prompt":"x"}`, 400},
+		{"unknown model", `{"model":"nope","prompt":"x"}`, 404},
+		{"oversized body", huge, 413},
+		{"over-long prompt", fmt.Sprintf(`{"model":%q,"prompt":%s}`, model, mustJSON(seq(0, 2000))), 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post(f.base+"/v1/completions", "application/json", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e struct {
+				Error struct{ Message, Type string } `json:"error"`
+			}
+			if resp.StatusCode != tc.status || json.NewDecoder(resp.Body).Decode(&e) != nil || e.Error.Message == "" {
+				t.Fatalf("status %d (want %d), error %+v", resp.StatusCode, tc.status, e)
+			}
+		})
+	}
+	if w, _ := f.complete(seq(0, 32)); w == "" {
+		t.Fatal("node unhealthy after bad input")
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

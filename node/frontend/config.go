@@ -1,0 +1,109 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ErrConfig reports an invalid Config.
+var ErrConfig = errors.New("frontend: invalid config")
+
+// Config configures a Server. The zero value of every field means its
+// default (see limits.go for the reasons behind each default).
+type Config struct {
+	// MaxBodyBytes caps request bodies; larger bodies get 413.
+	MaxBodyBytes int64
+	// MaxPromptTokens caps prompts (token ids, or text at TextBytesPerToken
+	// bytes per token); longer prompts get 400.
+	MaxPromptTokens int
+
+	// ReadHeaderTimeout bounds reading the request line and headers.
+	ReadHeaderTimeout time.Duration
+	// BodyReadTimeout bounds reading the request body.
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds writing a non-streaming response.
+	WriteTimeout time.Duration
+	// StreamWriteTimeout is the per-write deadline of streamed responses,
+	// extended after each successful write.
+	StreamWriteTimeout time.Duration
+	// IdleTimeout closes idle keep-alive connections.
+	IdleTimeout time.Duration
+	// ShutdownTimeout bounds the graceful drain in Serve.
+	ShutdownTimeout time.Duration
+	// UpstreamDialTimeout and UpstreamHeaderTimeout bound the engine
+	// connection and the wait for its response headers.
+	UpstreamDialTimeout   time.Duration
+	UpstreamHeaderTimeout time.Duration
+
+	// OverloadStatus is the HTTP status for dispatch.ErrOverloaded (529 by
+	// default; 429 and 503 are common alternatives).
+	OverloadStatus int
+
+	// Ready reports readiness for GET /ready. Nil means "the router lists at
+	// least one model", i.e. at least one live engine.
+	Ready func() bool
+	// Now is the clock for latency measurements and deadlines; nil means
+	// time.Now. Tests inject a fake to make latencies deterministic.
+	Now func() time.Time
+	// NewRequestID generates request ids for requests without a usable
+	// X-Request-Id; nil means a node-unique prefix plus a counter.
+	NewRequestID func() string
+	// TracerProvider supplies the request spans' tracer; nil means
+	// otel.GetTracerProvider(), which exports wherever OTLP was configured.
+	TracerProvider trace.TracerProvider
+	// Transport carries requests to engines; nil means a transport built
+	// from the upstream timeouts, owned and closed by the Server.
+	Transport http.RoundTripper
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	setDefault(&c.MaxBodyBytes, MaxBodyBytes)
+	setDefault(&c.MaxPromptTokens, MaxPromptTokens)
+	setDefault(&c.ReadHeaderTimeout, ReadHeaderTimeout)
+	setDefault(&c.BodyReadTimeout, BodyReadTimeout)
+	setDefault(&c.WriteTimeout, WriteTimeout)
+	setDefault(&c.StreamWriteTimeout, StreamWriteTimeout)
+	setDefault(&c.IdleTimeout, IdleTimeout)
+	setDefault(&c.ShutdownTimeout, ShutdownTimeout)
+	setDefault(&c.UpstreamDialTimeout, UpstreamDialTimeout)
+	setDefault(&c.UpstreamHeaderTimeout, UpstreamHeaderTimeout)
+	setDefault(&c.OverloadStatus, OverloadStatus)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// Validate reports the first invalid field of c (after defaults).
+func (c Config) Validate() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: MaxBodyBytes %d is negative", ErrConfig, c.MaxBodyBytes)
+	case c.MaxPromptTokens < 0:
+		return fmt.Errorf("%w: MaxPromptTokens %d is negative", ErrConfig, c.MaxPromptTokens)
+	case c.OverloadStatus < 400 || c.OverloadStatus > 599:
+		return fmt.Errorf("%w: OverloadStatus %d is not an error status", ErrConfig, c.OverloadStatus)
+	}
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": c.ReadHeaderTimeout, "BodyReadTimeout": c.BodyReadTimeout,
+		"WriteTimeout": c.WriteTimeout, "StreamWriteTimeout": c.StreamWriteTimeout,
+		"IdleTimeout": c.IdleTimeout, "ShutdownTimeout": c.ShutdownTimeout,
+		"UpstreamDialTimeout": c.UpstreamDialTimeout, "UpstreamHeaderTimeout": c.UpstreamHeaderTimeout,
+	} {
+		if d < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrConfig, name, d)
+		}
+	}
+	return nil
+}

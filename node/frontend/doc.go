@@ -1,0 +1,65 @@
+// Package frontend is the router node's OpenAI-compatible HTTP edge: it
+// parses just enough of each request to route it, asks a dispatch.Router
+// for an engine, and reverse-proxies the original request to that engine,
+// relaying streamed (SSE) and non-streamed answers.
+//
+// Endpoints. POST /v1/chat/completions and POST /v1/completions (streaming
+// and not) are routed and proxied; GET /v1/models lists Router.Models() in
+// the OpenAI list shape; DELETE /v1/sessions/{id} ends a session binding
+// (Router.Unbind); GET /health is liveness, GET /ready readiness
+// (Config.Ready, and false while draining); GET /metrics serves the node's
+// Prometheus registry.
+//
+// What is parsed. The body is read once, under Config.MaxBodyBytes, and
+// scanned by a validating JSON reader that decodes only: model, stream,
+// stream_options.include_usage, max_tokens and max_completion_tokens (the
+// latter wins), cache_salt (vLLM's prefix-cache isolation salt, folded into
+// the hash seed), and the extension object "kvrouter": {"token_ids": [...],
+// "lora": "..."}, whose token ids are the prompt's tokens for routing and
+// whose lora names the adapter for the hash seed. For completions the
+// prompt may be a string, an array of strings, an array of token ids, or an
+// array of token id arrays; a batch is routed on its first prompt. For chat
+// the messages' roles and text content are serialised ("role\ncontent\n"
+// per message, text parts concatenated) for text-hash routing unless
+// kvrouter.token_ids is given. Every other field is validated as JSON and
+// left alone. The parser accepts exactly the documents encoding/json
+// accepts (checked by the fuzz targets).
+//
+// What is forwarded. The original body, byte for byte: the router owns no
+// request field today, so nothing is added or stripped (engines read
+// kvrouter.token_ids themselves). Upstream headers are Content-Type,
+// Accept, X-Request-Id (the client's, or a generated one, echoed in the
+// response) and the trace context; the client's credentials are not
+// forwarded.
+//
+// Errors. Every error answered to a client is in the OpenAI shape
+// {"error":{"message","type","param","code"}}, with its status from one
+// table (errors.go): invalid body or headers 400 naming the parameter,
+// prompt over the limit 400, unknown model 404, oversized body 413, slow
+// body 408, overloaded 529 (Config.OverloadStatus), no engine 503, session
+// limit 429, engine unreachable 502. Engine error statuses are passed on
+// with their bodies normalised to the OpenAI shape. A stream that fails
+// after it began ends with a `data: {"error":...}` event.
+//
+// Edge limits are named constants with their reasons in limits.go, and the
+// slowloris defences are explained where they are set (Server.httpServer,
+// exchange.readBody, exchange.relayStream).
+//
+// Guarantees. No input panics the server: bodies are validated at the
+// edge. Decision.Done is called exactly once for every routed request,
+// also on engine errors, client disconnects and stalled clients; a client
+// that leaves cancels the engine request. Metrics (node/metrics) count
+// requests by model, endpoint and outcome, with the model label set only
+// for models the router accepted, and record TTFT, ITL and token counts;
+// each request has one OpenTelemetry server span carrying the model,
+// worker and cached blocks.
+//
+// Refusals. The frontend does not tokenize, does not retry on another
+// engine once a request was sent (the body may have been consumed), does
+// not rewrite bodies, and does not authenticate clients.
+//
+// Concurrency. A Server is safe for concurrent use; each request is served
+// on its own goroutine by net/http and calls the Router from it. Serve owns
+// the HTTP server's goroutines and the engine transport's idle connections
+// and releases them before it returns.
+package frontend

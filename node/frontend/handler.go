@@ -1,0 +1,179 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
+
+// exchange is one proxied completion request: the client side, what was
+// parsed, the decision and what was observed of the answer.
+type exchange struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	rc    *http.ResponseController
+	ep    endpoint
+	start time.Time
+	id    string
+	span  trace.Span
+	// model is the metric label: set only once the router accepted the
+	// model, so that clients cannot mint label values with made-up names.
+	model  string
+	status int
+	p      *parsed
+	dec    *dispatch.Decision
+	obs    observation
+}
+
+// completionHandler serves one of the two proxied endpoints.
+func (s *Server) completionHandler(ep endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		x := &exchange{s: s, w: w, r: r, rc: http.NewResponseController(w), ep: ep, start: s.cfg.Now(),
+			obs: observation{promptTokens: -1, completionTokens: -1}}
+		x.id = s.requestID(r)
+		w.Header().Set("X-Request-Id", x.id)
+		ctx, span := s.tracer.Start(r.Context(), "kvrouter.frontend "+ep.path(),
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("kvrouter.request_id", x.id)))
+		x.span = span
+		defer x.finish()
+		x.serve(ctx)
+	}
+}
+
+// serve reads, parses and routes the request, then proxies it. Every
+// path past a successful Route calls Decision.Done exactly once.
+func (x *exchange) serve(ctx context.Context) {
+	body, err := x.readBody()
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	if x.p, err = parseRequest(body, x.ep, x.s.cfg.MaxPromptTokens); err != nil {
+		x.fail(err)
+		return
+	}
+	req, err := x.dispatchRequest()
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	if x.dec, err = x.s.router.Route(ctx, req); err != nil {
+		x.fail(err)
+		return
+	}
+	x.model = x.p.Model
+	x.annotate(req)
+	// WorkerHeader tells the client which engine rank served it: operators
+	// use it to debug affinity and cache placement, and it carries nothing
+	// the client could not learn from latency anyway.
+	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
+	err = x.proxy(ctx, body)
+	x.dec.Done(err)
+}
+
+// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout.
+// The read deadline is the slowloris defence for bodies: once the headers
+// are in, the client has BodyReadTimeout to deliver the body, however it
+// paces the bytes. The deadline is cleared afterwards, because the server
+// keeps reading the connection in the background during the response to
+// notice a client that goes away, and that read must not time out.
+func (x *exchange) readBody() ([]byte, error) {
+	limit := x.s.cfg.MaxBodyBytes
+	if x.r.ContentLength > limit {
+		return nil, ErrBodyTooLarge
+	}
+	_ = x.rc.SetReadDeadline(x.s.cfg.Now().Add(x.s.cfg.BodyReadTimeout))
+	defer func() { _ = x.rc.SetReadDeadline(time.Time{}) }()
+	rd := http.MaxBytesReader(x.w, x.r.Body, limit)
+	var body []byte
+	var err error
+	if n := x.r.ContentLength; n >= 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
+	if err != nil {
+		// The rest of a failed body is not worth reading: closing the
+		// connection stops net/http from draining it after the response,
+		// which a trickling client would stretch out indefinitely.
+		x.w.Header().Set("Connection", "close")
+	}
+	return body, bodyError(err)
+}
+
+// bodyError classifies a body read failure.
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooLarge):
+		return ErrBodyTooLarge
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return ErrBodyTimeout
+	}
+	return badParam("", "reading the request body: %v", err)
+}
+
+// dispatchRequest builds the routing request from the body and headers.
+func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
+	si, err := readSession(x.r.Header)
+	if err != nil {
+		return nil, err
+	}
+	p := x.p
+	return &dispatch.Request{
+		ID: x.id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
+		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin,
+		MaxTokens: p.MaxTokens, Arrival: x.start,
+	}, nil
+}
+
+// annotate records the decision on the span and in the log.
+func (x *exchange) annotate(req *dispatch.Request) {
+	d := x.dec
+	x.span.SetAttributes(
+		attribute.String("gen_ai.request.model", x.model),
+		attribute.String("kvrouter.worker", d.Worker.String()),
+		attribute.Int("kvrouter.blocks", d.Blocks),
+		attribute.Int("kvrouter.cached_blocks", d.CachedBlocks),
+		attribute.Bool("kvrouter.session_bound", d.SessionBound),
+		attribute.Bool("kvrouter.stream", x.p.Stream))
+	x.s.log.Debug("routed", "request", x.id, "model", x.model, "worker", d.Worker.String(),
+		"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks)
+}
+
+// fail answers with err's error class, unless the client is gone.
+func (x *exchange) fail(err error) {
+	c := classify(err, x.s.cfg.OverloadStatus)
+	x.status = c.status
+	x.span.RecordError(err)
+	if c.status != StatusClientClosed {
+		writeJSON(x.w, c.status, errorJSON(err, c))
+	}
+}
+
+// finish records the request's metrics and ends its span.
+func (x *exchange) finish() {
+	if x.status == 0 {
+		x.status = http.StatusOK
+	}
+	x.record()
+	x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
+	if x.status >= 500 || x.status == StatusClientClosed {
+		x.span.SetStatus(codes.Error, outcome(x.status))
+	}
+	x.span.End()
+}

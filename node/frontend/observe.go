@@ -1,0 +1,133 @@
+package frontend
+
+import (
+	"time"
+)
+
+// observation is what the frontend saw of an engine's answer.
+type observation struct {
+	// firstToken and lastToken time the first and last content events.
+	firstToken, lastToken time.Time
+	// chunks counts content events (a fallback output token count).
+	chunks int
+	// promptTokens and completionTokens come from the usage object, -1
+	// when the engine sent none.
+	promptTokens, completionTokens int
+	sawDone                        bool
+	// streamError reports an error event from the engine.
+	streamError bool
+}
+
+// outputTokens is the usage count when present, else the content events.
+func (o *observation) outputTokens() int {
+	if o.completionTokens >= 0 {
+		return o.completionTokens
+	}
+	return o.chunks
+}
+
+// record updates the request metrics of a finished exchange.
+func (x *exchange) record() {
+	m := x.s.metrics
+	if m == nil {
+		return
+	}
+	m.Requests.WithLabelValues(x.model, x.ep.path(), outcome(x.status)).Inc()
+	if x.model == "" || x.dec == nil {
+		return
+	}
+	o := &x.obs
+	in := x.p.PromptTokens()
+	if o.promptTokens > 0 {
+		in = o.promptTokens
+	}
+	m.InputTokens.WithLabelValues(x.model).Observe(float64(in))
+	if x.status >= 400 {
+		return
+	}
+	m.OutputTokens.WithLabelValues(x.model).Observe(float64(o.outputTokens()))
+	if !x.p.Stream || o.chunks == 0 {
+		return
+	}
+	m.TTFT.WithLabelValues(x.model).Observe(o.firstToken.Sub(x.start).Seconds())
+	if o.chunks > 1 {
+		itl := o.lastToken.Sub(o.firstToken) / time.Duration(o.chunks-1)
+		m.ITL.WithLabelValues(x.model).Observe(itl.Seconds())
+	}
+}
+
+// inspectChunk reads what the metrics need from one streamed JSON chunk
+// (or a whole non-streaming response): whether it carries generated
+// content, its usage, and whether it is an error. A chunk that does not
+// parse is passed through uninspected.
+func (o *observation) inspectChunk(data []byte) (content bool) {
+	s := scanner{b: data}
+	_ = s.object(func(key []byte) error {
+		switch string(key) {
+		case "choices":
+			return s.array(func(int) error {
+				return s.object(func(key []byte) error {
+					if string(key) == "delta" || string(key) == "message" {
+						return s.object(func(key []byte) error {
+							if hasText(&s, key, "content", "reasoning_content", "tool_calls") {
+								content = true
+							}
+							return nil
+						})
+					}
+					if hasText(&s, key, "text") {
+						content = true
+					}
+					return nil
+				})
+			})
+		case "usage":
+			return o.usage(&s)
+		case "error":
+			o.streamError = true
+		}
+		return s.skip()
+	})
+	return content
+}
+
+// hasText consumes the value of key and reports whether key is one of
+// names with a non-empty string or array value.
+func hasText(s *scanner, key []byte, names ...string) bool {
+	for _, n := range names {
+		if string(key) != n {
+			continue
+		}
+		start := s.i
+		if s.skip() != nil {
+			return false
+		}
+		v := s.b[start:s.i]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t' || v[0] == '\n' || v[0] == '\r') {
+			v = v[1:]
+		}
+		return len(v) > 2 && (v[0] == '"' || v[0] == '[')
+	}
+	_ = s.skip()
+	return false
+}
+
+// usage reads a usage object (or null).
+func (o *observation) usage(s *scanner) error {
+	if s.null() {
+		return nil
+	}
+	return s.object(func(key []byte) error {
+		switch string(key) {
+		case "prompt_tokens":
+			v, err := s.uint(1 << 31)
+			o.promptTokens = int(v)
+			return err
+		case "completion_tokens":
+			v, err := s.uint(1 << 31)
+			o.completionTokens = int(v)
+			return err
+		}
+		return s.skip()
+	})
+}

@@ -1,0 +1,162 @@
+package frontend
+
+import "strconv"
+
+// messages reads chat messages and serialises their text for text-hash
+// routing: for each message its role, a newline, the text of its content
+// (a string, or the "text" of each {"type":"text"} part, concatenated), and
+// a newline. Other message fields (names, tool calls, images) are validated
+// as JSON but do not take part in routing.
+func (ps *parser) messages() error {
+	s := &ps.s
+	ps.text = ps.text[:0]
+	n := 0
+	err := s.array(func(i int) error {
+		n++
+		return ps.message(i)
+	})
+	if err != nil {
+		return ps.wrap(err, "messages", "messages must be an array of message objects")
+	}
+	if n == 0 {
+		return badParam("messages", "messages must not be empty")
+	}
+	return nil
+}
+
+// message reads messages[i].
+func (ps *parser) message(i int) error {
+	param := "messages[" + strconv.Itoa(i) + "]"
+	var role, content []byte
+	err := ps.s.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "role":
+			role, err = ps.s.strBytes()
+			return ps.wrap(err, param+".role", param+".role must be a string")
+		case "content":
+			content, err = ps.content(param + ".content")
+			return err
+		}
+		return ps.s.skip()
+	})
+	if err != nil {
+		return ps.wrap(err, param, param+" must be an object")
+	}
+	ps.text = append(append(append(append(ps.text, role...), '\n'), content...), '\n')
+	return nil
+}
+
+// content reads a message's content: a string, an array of parts, or null.
+func (ps *parser) content(param string) ([]byte, error) {
+	s := &ps.s
+	switch s.peek() {
+	case '"':
+		b, err := s.strBytes()
+		return b, ps.wrap(err, param, "")
+	case '[':
+		var text []byte
+		err := s.array(func(int) error {
+			t, err := ps.part(param)
+			text = append(text, t...)
+			return err
+		})
+		return text, ps.wrap(err, param, param+" must be a string or an array of content parts")
+	}
+	if s.null() {
+		return nil, nil
+	}
+	return nil, ps.wrap(s.wrongType(), param, param+" must be a string or an array of content parts")
+}
+
+// part reads one content part and returns its text, if it is a text part.
+func (ps *parser) part(param string) ([]byte, error) {
+	var typ, text []byte
+	err := ps.s.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			typ, err = ps.s.strBytes()
+		case "text":
+			if !ps.s.null() {
+				text, err = ps.s.strBytes()
+			}
+		default:
+			err = ps.s.skip()
+		}
+		return ps.wrap(err, param, param+" parts must have string type and text")
+	})
+	if err != nil || string(typ) != "text" {
+		return nil, err
+	}
+	return text, nil
+}
+
+// prompt reads a completions prompt: a string, an array of strings, an
+// array of token ids, or an array of token id arrays. Batches are routed
+// on their first prompt; the others are only validated.
+func (ps *parser) prompt() error {
+	s := &ps.s
+	const msg = "prompt must be a string, an array of strings, an array of token ids or an array of token id arrays"
+	switch s.peek() {
+	case '"':
+		b, err := s.strBytes()
+		ps.text = b
+		if err == nil && len(b) == 0 {
+			return badParam("prompt", "prompt must not be empty")
+		}
+		return ps.wrap(err, "prompt", msg)
+	case '[':
+		return ps.wrap(ps.promptArray(), "prompt", msg)
+	}
+	return ps.wrap(s.wrongType(), "prompt", msg)
+}
+
+// promptArray reads the array forms of a completions prompt, whose kind is
+// set by the first element.
+func (ps *parser) promptArray() error {
+	s := &ps.s
+	start := s.i
+	s.i++ // '['
+	first := s.peek()
+	s.i = start
+	switch {
+	case first == ']':
+		return badParam("prompt", "prompt must not be empty")
+	case first == '-' || '0' <= first && first <= '9':
+		var err error
+		ps.p.Tokens, err = s.tokenArray(nil, ps.limit)
+		return err
+	case first == '"':
+		return s.array(ps.promptString)
+	case first == '[':
+		return s.array(ps.promptTokens)
+	}
+	return s.wrongType()
+}
+
+// promptString reads element i of an array of strings.
+func (ps *parser) promptString(i int) error {
+	b, err := ps.s.strBytes()
+	if err == nil && i == 0 {
+		if len(b) == 0 {
+			return badParam("prompt", "prompt must not be empty")
+		}
+		ps.text = b
+	}
+	return err
+}
+
+// promptTokens reads element i of an array of token id arrays.
+func (ps *parser) promptTokens(i int) error {
+	if i > 0 {
+		_, err := ps.s.countTokenArray(ps.limit)
+		return err
+	}
+	tokens, err := ps.s.tokenArray(nil, ps.limit)
+	if err == nil && len(tokens) == 0 {
+		return badParam("prompt", "prompt must not be empty")
+	}
+	ps.p.Tokens = tokens
+	return err
+}

@@ -1,0 +1,128 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// MaxResponseBytes caps a non-streaming engine response, which is buffered
+// to read its usage and set Content-Length. A completion with prompt log
+// probabilities for a 1M-token prompt is tens of MB; 256 MiB bounds a
+// runaway engine without refusing any realistic answer.
+const MaxResponseBytes = 256 << 20
+
+// proxy forwards the original body to the engine and relays its answer.
+// It returns the error Decision.Done receives: nil on success.
+func (x *exchange) proxy(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the upstream request on every return path
+	req, err := x.upstreamRequest(ctx, body)
+	if err != nil {
+		return x.upstreamFailed(ctx, err)
+	}
+	resp, err := x.s.client.Do(req)
+	if err != nil {
+		return x.upstreamFailed(ctx, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 400:
+		return x.relayError(resp)
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		return x.upstreamFailed(ctx, fmt.Errorf("unexpected engine status %d", resp.StatusCode))
+	case isEventStream(resp.Header):
+		return x.relayStream(resp)
+	}
+	return x.relayBody(ctx, resp)
+}
+
+// upstreamRequest builds the engine request: the client's body byte for
+// byte, the request id and the trace context. The client's credentials
+// are not forwarded: they authenticate to the node, not to the engine.
+func (x *exchange) upstreamRequest(ctx context.Context, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.dec.EndpointURL+x.ep.path(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", x.id)
+	if x.p.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
+	return req, nil
+}
+
+// upstreamFailed handles an engine that could not be reached or failed
+// before the first byte of the answer: 502, or nothing when the client is
+// the one who left.
+func (x *exchange) upstreamFailed(ctx context.Context, cause error) error {
+	if err := x.r.Context().Err(); err != nil {
+		x.status = StatusClientClosed
+		return err
+	}
+	if ctx.Err() == nil {
+		x.s.log.Warn("engine request failed", "request", x.id, "worker", x.dec.Worker.String(), "err", cause)
+	}
+	x.fail(fmt.Errorf("%w: engine %v did not answer", ErrUpstream, x.dec.Worker))
+	return fmt.Errorf("%w: %w", ErrUpstream, cause)
+}
+
+// relayError passes an engine's error status on with its body normalised
+// to the OpenAI shape.
+func (x *exchange) relayError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamErrorBytes))
+	x.status = resp.StatusCode
+	writeJSON(x.w, resp.StatusCode, normaliseUpstreamError(resp.StatusCode, raw))
+	return fmt.Errorf("%w: engine status %d", ErrUpstream, resp.StatusCode)
+}
+
+// relayBody relays a non-streaming answer. It is buffered (bounded by
+// MaxResponseBytes) so that the usage can be read and the client gets a
+// Content-Length; the write has WriteTimeout to complete.
+func (x *exchange) relayBody(ctx context.Context, resp *http.Response) error {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err == nil && len(data) > MaxResponseBytes {
+		err = fmt.Errorf("response over %d bytes", MaxResponseBytes)
+	}
+	if err != nil {
+		return x.upstreamFailed(ctx, err)
+	}
+	x.dec.OnFirstToken()
+	x.obs.inspectChunk(data)
+	h := x.w.Header()
+	h.Set("Content-Type", contentType(resp.Header))
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	_ = x.rc.SetWriteDeadline(x.s.cfg.Now().Add(x.s.cfg.WriteTimeout))
+	x.status = resp.StatusCode
+	x.w.WriteHeader(resp.StatusCode)
+	if _, err := x.w.Write(data); err != nil {
+		x.status = StatusClientClosed
+		return err
+	}
+	return nil
+}
+
+// contentType is the engine's content type, JSON when it sent none.
+func contentType(h http.Header) string {
+	if ct := h.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	return "application/json"
+}
+
+// isEventStream reports an SSE answer.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}

@@ -1,0 +1,192 @@
+package frontend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/node/metrics"
+)
+
+// tracerName names the frontend's tracer.
+const tracerName = "github.com/kvrouter/kvrouter/node/frontend"
+
+// Server is the node's OpenAI-compatible HTTP frontend and reverse proxy.
+type Server struct {
+	cfg     Config
+	router  dispatch.Router
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	tracer  trace.Tracer
+	client  *http.Client
+	// transport is set when the Server built its own transport, which it
+	// then closes when Serve returns.
+	transport *http.Transport
+	handler   http.Handler
+	draining  atomic.Bool
+	idPrefix  string
+	idSeq     atomic.Uint64
+}
+
+// New builds a Server. m and log may be nil (no metrics, no logs).
+func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*Server, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: nil router", ErrConfig)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	s := &Server{cfg: cfg, router: r, metrics: m, log: log, tracer: tp.Tracer(tracerName)}
+	rt := cfg.Transport
+	if rt == nil {
+		s.transport = newTransport(cfg)
+		rt = s.transport
+	}
+	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
+	s.idPrefix = randomPrefix()
+	s.handler = s.routes()
+	return s, nil
+}
+
+// newTransport builds the engine transport. Engines are few and close, so
+// many idle connections per engine are kept to avoid a handshake per
+// request; compression is off because SSE must flow event by event; 64 KiB
+// buffers send a long pre-tokenized prompt in a few writes instead of
+// dozens of 4 KiB ones.
+func newTransport(cfg Config) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: cfg.UpstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       cfg.IdleTimeout,
+		ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout,
+		DisableCompression:    true,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        64 << 10,
+	}
+}
+
+// noRedirects stops the client from following engine redirects: an engine
+// answering with one is misconfigured, and the body must not be replayed
+// elsewhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// randomPrefix makes generated request ids unique across nodes and
+// restarts; the counter after it makes them unique within the process.
+func randomPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "kvr-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// Handler returns the frontend's HTTP handler (all routes).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// routes builds the route table.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.completionHandler(endpointChat))
+	mux.HandleFunc("POST /v1/completions", s.completionHandler(endpointCompletions))
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleUnbind)
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /ready", s.handleReady)
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics.Handler())
+	}
+	mux.HandleFunc("/", s.handleUnknown)
+	return mux
+}
+
+// Serve serves HTTP on ln until ctx ends, then stops accepting, marks the
+// node not ready, waits up to ShutdownTimeout for in-flight requests and
+// cancels those still running. It returns nil after a graceful stop.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	hs := s.httpServer(base)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.closeTransport()
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	err := s.shutdown(hs, cancelRequests)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	s.closeTransport()
+	return err
+}
+
+// shutdown drains hs within ShutdownTimeout, then cancels the remaining
+// requests (long streams) and closes their connections.
+func (s *Server) shutdown(hs *http.Server, cancelRequests context.CancelFunc) error {
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		cancelRequests()
+		s.log.Warn("frontend shutdown deadline passed; cancelling in-flight requests", "err", err)
+		return hs.Close()
+	}
+	return nil
+}
+
+// httpServer configures the edge timeouts. ReadHeaderTimeout is the
+// slowloris defence for headers; bodies get a per-request read deadline
+// (readBody) and responses per-write deadlines, so there is deliberately
+// neither a ReadTimeout (it would also bound the connection's background
+// read that detects client disconnects during a stream) nor a WriteTimeout
+// (it would cut every long, healthy stream).
+func (s *Server) httpServer(base context.Context) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// closeTransport releases the engine connections the Server owns.
+func (s *Server) closeTransport() {
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
+}
+
+// requestID returns the client's X-Request-Id when usable, else a new id.
+func (s *Server) requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= MaxRequestIDBytes {
+		return id
+	}
+	if s.cfg.NewRequestID != nil {
+		return s.cfg.NewRequestID()
+	}
+	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
+}

@@ -1,0 +1,228 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func newClient(ts *testServer) *openai.Client {
+	c := openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey("x"),
+		option.WithHTTPClient(ts.client), option.WithMaxRetries(0))
+	return &c
+}
+
+func chatParams() openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{Model: "m",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("hi")}}
+}
+
+func TestChatNonStreaming(t *testing.T) {
+	ts, r, e := setup(t, Config{}, nil)
+	resp, err := newClient(ts).Chat.Completions.New(context.Background(), chatParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].Message.Content; got != "Hello, world" {
+		t.Fatalf("content %q", got)
+	}
+	if resp.Usage.CompletionTokens != 3 {
+		t.Fatalf("usage %+v", resp.Usage)
+	}
+	req := r.lastRequest(t)
+	if req.Text != "system\nbe brief\nuser\nhi\n" || req.Tokens != nil || req.Model != "m" {
+		t.Fatalf("routed %+v", req)
+	}
+	id, errs := r.waitDone(t)
+	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 {
+		t.Fatalf("done %v first %d", errs, r.first[id])
+	}
+	body, upID := e.lastBody(t)
+	if upID != id {
+		t.Fatalf("engine saw request id %q, router %q", upID, id)
+	}
+	var sent map[string]any
+	if err := json.Unmarshal(body, &sent); err != nil || sent["model"] != "m" {
+		t.Fatalf("engine body %s", body)
+	}
+	if n := testutil.ToFloat64(ts.metrics.Requests.WithLabelValues("m", "/v1/chat/completions", "ok")); n != 1 {
+		t.Fatalf("requests metric %v", n)
+	}
+}
+
+func TestChatStreamingWithUsage(t *testing.T) {
+	ts, r, _ := setup(t, Config{}, nil)
+	p := chatParams()
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := newClient(ts).Chat.Completions.NewStreaming(context.Background(), p)
+	var text strings.Builder
+	var usage int64
+	for stream.Next() {
+		c := stream.Current()
+		if len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+		if c.Usage.CompletionTokens > 0 {
+			usage = c.Usage.CompletionTokens
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.Close()
+	if text.String() != "Hello, world" || usage != 3 {
+		t.Fatalf("text %q usage %d", text.String(), usage)
+	}
+	id, errs := r.waitDone(t)
+	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 {
+		t.Fatalf("done %v first %d", errs, r.first[id])
+	}
+	if r.lastRequest(t).Arrival.IsZero() {
+		t.Fatal("arrival not set")
+	}
+	if n := testutil.CollectAndCount(ts.metrics.TTFT); n != 1 {
+		t.Fatalf("TTFT series %d", n)
+	}
+}
+
+func TestCompletions(t *testing.T) {
+	tests := []struct {
+		name   string
+		prompt openai.CompletionNewParamsPromptUnion
+		tokens []uint32
+		text   string
+	}{
+		{name: "string", prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("abc")}, text: "abc"},
+		{name: "token ids", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: []int64{1, 2, 3}}, tokens: []uint32{1, 2, 3}},
+		{name: "token id arrays", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokenArrays: [][]int64{{4, 5}, {6}}}, tokens: []uint32{4, 5}},
+		{name: "strings", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: []string{"x", "y"}}, text: "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, r, _ := setup(t, Config{}, nil)
+			p := openai.CompletionNewParams{Model: "m", Prompt: tc.prompt, MaxTokens: openai.Int(9)}
+			resp, err := newClient(ts).Completions.New(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Choices[0].Text != "Hello, world" {
+				t.Fatalf("text %q", resp.Choices[0].Text)
+			}
+			req := r.lastRequest(t)
+			if req.Text != tc.text || !equalTokens(req.Tokens, tc.tokens) || req.MaxTokens != 9 {
+				t.Fatalf("routed %+v", req)
+			}
+			stream := newClient(ts).Completions.NewStreaming(context.Background(), p)
+			var text strings.Builder
+			for stream.Next() {
+				if c := stream.Current(); len(c.Choices) > 0 {
+					text.WriteString(c.Choices[0].Text)
+				}
+			}
+			if err := stream.Err(); err != nil || text.String() != "Hello, world" {
+				t.Fatalf("stream %q %v", text.String(), err)
+			}
+			_ = stream.Close()
+		})
+	}
+}
+
+func equalTokens(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestBodyForwardedUnchanged(t *testing.T) {
+	ts, r, e := setup(t, Config{}, nil)
+	body := `{"model":"m", "messages":[{"role":"user","content":[{"type":"text","text":"a\u00e9"}]}],` +
+		`"kvrouter":{"token_ids":[5,6,7],"lora":"ad"},"cache_salt":"s","extra":{"x":[1,2]}}`
+	resp := post(t, ts, "/v1/chat/completions", body, map[string]string{"X-Request-Id": "rid-1"})
+	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") != "rid-1" {
+		t.Fatalf("status %d id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+	got, id := e.lastBody(t)
+	if string(got) != body || id != "rid-1" {
+		t.Fatalf("engine got %s (id %s)", got, id)
+	}
+	req := r.lastRequest(t)
+	if !equalTokens(req.Tokens, []uint32{5, 6, 7}) || req.Text != "" || req.LoRA != "ad" || req.CacheSalt != "s" {
+		t.Fatalf("routed %+v", req)
+	}
+}
+
+func TestModelsHealthReadyUnbind(t *testing.T) {
+	e := newFakeEngine(t, nil)
+	r := newFakeRouter(e.URL, "b", "a")
+	ts := startFrontend(t, Config{}, r)
+	page, err := newClient(ts).Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 2 || page.Data[0].ID != "a" || page.Data[1].ID != "b" || page.Data[0].Created != 1700000000 {
+		t.Fatalf("models %+v", page.Data)
+	}
+	for _, path := range []string{"/health", "/ready", "/metrics"} {
+		if code := get(t, ts, path); code != 200 {
+			t.Fatalf("%s: %d", path, code)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/v1/sessions/s-1", nil)
+	resp, err := ts.client.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("unbind %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if len(r.unbound) != 1 || r.unbound[0] != "s-1" {
+		t.Fatalf("unbound %v", r.unbound)
+	}
+	r.mu.Lock()
+	r.models = map[string]bool{}
+	r.mu.Unlock()
+	if code := get(t, ts, "/ready"); code != http.StatusServiceUnavailable {
+		t.Fatalf("ready without models: %d", code)
+	}
+}
+
+// post sends a raw JSON body and returns the response with its body read
+// into a buffer.
+func post(t *testing.T, ts *testServer, path, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return resp
+}
+
+func get(t *testing.T, ts *testServer, path string) int {
+	t.Helper()
+	resp, err := ts.client.Get(ts.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}

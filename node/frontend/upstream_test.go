@@ -1,0 +1,162 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+func TestNormaliseUpstreamError(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		message string
+		typ     string
+		code    string
+	}{
+		{name: "vllm flat", status: 400, body: `{"object":"error","message":"too long","type":"BadRequestError","param":null,"code":400}`, message: "too long", typ: "BadRequestError", code: "400"},
+		{name: "openai shape", status: 429, body: `{"error":{"message":"slow down","type":"rate_limit_error","code":"rate"}}`, message: "slow down", typ: "rate_limit_error", code: "rate"},
+		{name: "fastapi detail", status: 422, body: `{"detail":[{"loc":["body"],"msg":"bad"}]}`, message: `[{"loc":["body"],"msg":"bad"}]`, typ: "invalid_request_error"},
+		{name: "plain text", status: 500, body: "boom\n", message: "boom", typ: "server_error"},
+		{name: "empty", status: 503, body: "", message: "engine returned 503 Service Unavailable", typ: "server_error"},
+		{name: "error string", status: 500, body: `{"error":"bad"}`, message: "bad", typ: "server_error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var env struct{ Error apiError }
+			if err := json.Unmarshal(normaliseUpstreamError(tc.status, []byte(tc.body)), &env); err != nil {
+				t.Fatal(err)
+			}
+			e := env.Error
+			code := ""
+			if e.Code != nil {
+				code = *e.Code
+			}
+			if e.Message != tc.message || e.Type != tc.typ || code != tc.code {
+				t.Fatalf("got %+v (code %q)", e, code)
+			}
+		})
+	}
+}
+
+func TestEngineErrorStatusPassedOn(t *testing.T) {
+	ts, r, _ := setup(t, Config{}, func(e *fakeEngine) {
+		e.status, e.errBody = 400, `{"object":"error","message":"context too long","type":"BadRequestError","code":400}`
+	})
+	resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x"}`, nil)
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	decodeError(t, resp)
+	if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+		t.Fatalf("Done errors %v", errs)
+	}
+}
+
+func TestEngineUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	r := newFakeRouter(dead, "m")
+	ts := startFrontend(t, Config{}, r)
+	for _, body := range []string{`{"model":"m","prompt":"x"}`, `{"model":"m","prompt":"x","stream":true}`} {
+		resp := post(t, ts, "/v1/completions", body, nil)
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		if _, code := decodeError(t, resp); code != "upstream_error" {
+			t.Fatalf("code %q", code)
+		}
+		if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+			t.Fatalf("Done errors %v", errs)
+		}
+	}
+	if code := get(t, ts, "/health"); code != 200 {
+		t.Fatalf("health %d", code)
+	}
+}
+
+func TestSpanPerRequest(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	ts, _, _ := setup(t, Config{TracerProvider: tp}, nil)
+	if resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":[1,2]}`, nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(rec.Ended()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	want := map[attribute.Key]string{"gen_ai.request.model": "m", "kvrouter.worker": "7/1", "kvrouter.cached_blocks": "2"}
+	for _, kv := range spans[0].Attributes() {
+		if v, ok := want[kv.Key]; ok && kv.Value.Emit() == v {
+			delete(want, kv.Key)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("missing attributes %v in %v", want, spans[0].Attributes())
+	}
+}
+
+func TestGracefulShutdownFinishesStream(t *testing.T) {
+	e := newFakeEngine(t, func(e *fakeEngine) { e.delay = 30 * time.Millisecond })
+	r := newFakeRouter(e.URL, "m")
+	s, err := New(Config{}, r, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ctx, ln) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ts := &testServer{URL: "http://" + ln.Addr().String(), srv: s, client: &http.Client{Transport: tr}}
+	resp := streamRequest(t, context.Background(), ts, streamBody)
+	cancel() // drain while the stream is in flight
+	for !s.draining.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ready", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("ready while draining: %d", rec.Code)
+	}
+	data := make([]byte, 0, 4096)
+	buf := make([]byte, 512)
+	for {
+		n, err := resp.Body.Read(buf)
+		data = append(data, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	resp.Body.Close()
+	if len(data) == 0 || string(data[len(data)-14:]) != "data: [DONE]\n\n" {
+		t.Fatalf("stream not finished during drain: %q", data)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}

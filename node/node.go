@@ -1,0 +1,208 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/node/frontend"
+	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
+)
+
+// Node is one router node. Build it with New, then Run it.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	addr    atomic.Pointer[net.TCPAddr]
+	ready   chan struct{}
+	natsURL atomic.Pointer[string]
+	reg     atomic.Pointer[eventplane.Registry]
+}
+
+// Engines is the number of live engines the node knows, 0 before Run.
+func (n *Node) Engines() int {
+	if r := n.reg.Load(); r != nil {
+		return len(r.Engines())
+	}
+	return 0
+}
+
+// New validates cfg and returns a node that Run will start.
+func New(cfg Config, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
+	return &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{})}, nil
+}
+
+// Metrics exposes the node's metric set (for tests and embedding).
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
+
+// Addr is the frontend's listen address once WaitReady has returned.
+func (n *Node) Addr() net.Addr {
+	if a := n.addr.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
+// NATSURL is the URL of the NATS server the node uses, once WaitReady has
+// returned; engines of an embedded setup connect there.
+func (n *Node) NATSURL() string {
+	if u := n.natsURL.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// WaitReady blocks until the node listens, or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error {
+	select {
+	case <-n.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run starts every component, serves until ctx ends and stops them again.
+func (n *Node) Run(ctx context.Context) error {
+	bus, err := natsbus.Open(natsbus.Config{URL: n.cfg.NATS, EmbeddedAddr: n.cfg.NATSListen,
+		Name: "kvrouter-node-" + n.cfg.NodeID, OnConnected: n.natsState}, n.log)
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	url := bus.URL()
+	n.natsURL.Store(&url)
+
+	var idx *index.Exact
+	if !n.cfg.Dispatch.ApproximateMode {
+		idx = index.NewExact()
+	}
+	var plane *eventplane.Plane
+	if idx != nil {
+		plane, err = eventplane.New(n.cfg.Events, bus.Conn, idx, n.metrics, n.log)
+	} else {
+		plane, err = eventplane.New(n.cfg.Events, bus.Conn, nil, n.metrics, n.log)
+	}
+	if err != nil {
+		return err
+	}
+	reg := plane.Registry()
+	n.reg.Store(reg)
+	disp, err := dispatch.New(n.cfg.Dispatch, engines{reg}, idx, n.metrics, n.log)
+	if err != nil {
+		return err
+	}
+	reg.OnRemove(func(e eventplane.Engine) { disp.RemoveEngine(e.ID) })
+	if err := plane.Start(ctx); err != nil {
+		return err
+	}
+	defer plane.Close()
+	return n.serve(ctx, disp, reg)
+}
+
+func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventplane.Registry) error {
+	fcfg := n.cfg.Frontend
+	fcfg.Ready = func() bool { return len(reg.Engines()) > 0 }
+	shutdownTracing, err := n.tracing(ctx, &fcfg)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing()
+	fe, err := frontend.New(fcfg, disp, n.metrics, n.log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http_addr %s: %w", n.cfg.HTTPAddr, err)
+	}
+	n.addr.Store(ln.Addr().(*net.TCPAddr))
+	close(n.ready)
+	n.log.Info("router node serving", "http", ln.Addr().String(), "nats", n.NATSURL(),
+		"policy", n.cfg.Dispatch.Policy, "kv_events", !n.cfg.Dispatch.ApproximateMode)
+	err = fe.Serve(ctx, ln)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// tracing installs an OTLP exporter when configured and returns its
+// shutdown.
+func (n *Node) tracing(ctx context.Context, fcfg *frontend.Config) (func(), error) {
+	if n.cfg.OTLPEndpoint == "" {
+		return func() {}, nil
+	}
+	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(n.cfg.OTLPEndpoint), otlptracegrpc.WithInsecure())
+	if err != nil {
+		return nil, fmt.Errorf("otlp_endpoint %s: %w", n.cfg.OTLPEndpoint, err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	fcfg.TracerProvider = tp
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}, nil
+}
+
+func (n *Node) natsState(up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	n.metrics.NATSConnected.Set(v)
+}
+
+// engines adapts the event plane's registry to what the dispatcher reads.
+type engines struct{ r *eventplane.Registry }
+
+var _ dispatch.Engines = engines{}
+var _ dispatch.LoadReporter = engines{}
+
+func (e engines) Workers(model string) ([]routing.WorkerInfo, bool) {
+	return e.r.Workers(model), slices.Contains(e.r.Models(), model)
+}
+
+func (e engines) Endpoint(id routing.WorkerID) (string, bool) { return e.r.Endpoint(id) }
+
+func (e engines) Load(w routing.Worker) (routing.Load, bool) { return e.r.Load(w) }
+
+func (e engines) Models() []dispatch.Model {
+	byModel := map[string]*dispatch.Model{}
+	var out []dispatch.Model
+	for _, eng := range e.r.Engines() {
+		m, ok := byModel[eng.Model]
+		if !ok {
+			out = append(out, dispatch.Model{ID: eng.Model, Created: eng.Registered})
+			m = &out[len(out)-1]
+			byModel[eng.Model] = m
+		}
+		m.Engines++
+		if eng.Registered.Before(m.Created) {
+			m.Created = eng.Registered
+		}
+	}
+	return out
+}
