@@ -1,6 +1,9 @@
 package routing
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // WorkerID identifies one inference engine (a vLLM/SGLang-style worker).
 type WorkerID uint64
@@ -14,6 +17,16 @@ type Worker struct {
 
 // String renders the worker as "id/rank" for logs and reports.
 func (w Worker) String() string { return fmt.Sprintf("%d/%d", w.ID, w.Rank) }
+
+// Compare orders workers by engine id, then rank; it returns -1, 0 or +1
+// like cmp.Compare. Indexes and selectors sort by it so that their outputs
+// merge in one pass and never depend on map order.
+func (w Worker) Compare(o Worker) int {
+	if c := cmp.Compare(w.ID, o.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(w.Rank, o.Rank)
+}
 
 // Tier is the storage tier that holds a KV block.
 type Tier uint8

@@ -212,7 +212,7 @@ func (a *Approx) FindMatches(hashes []routing.SeqHash, now time.Time, dst []rout
 	for _, c := range active {
 		dst = append(dst, routing.Match{Worker: a.workers[c.slot].w, Overlap: c.ov})
 	}
-	slices.SortFunc(dst[start:], func(x, y routing.Match) int { return compareWorkers(x.Worker, y.Worker) })
+	slices.SortFunc(dst[start:], func(x, y routing.Match) int { return x.Worker.Compare(y.Worker) })
 	return dst
 }
 

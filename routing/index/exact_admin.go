@@ -90,22 +90,6 @@ func (e *Exact) Workers() []routing.Worker {
 	for w := range e.slots {
 		out = append(out, w)
 	}
-	slices.SortFunc(out, compareWorkers)
+	slices.SortFunc(out, routing.Worker.Compare)
 	return out
-}
-
-// compareWorkers orders workers by engine id, then rank.
-func compareWorkers(a, b routing.Worker) int {
-	switch {
-	case a.ID != b.ID:
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
-	case a.Rank < b.Rank:
-		return -1
-	case a.Rank > b.Rank:
-		return 1
-	}
-	return 0
 }

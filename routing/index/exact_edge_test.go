@@ -31,7 +31,7 @@ func TestExactManyOwnersOverflow(t *testing.T) {
 			t.Errorf("worker %v depth %d, want %d", m.Worker, m.Device, want)
 		}
 	}
-	if !slices.IsSortedFunc(got, func(a, b routing.Match) int { return compareWorkers(a.Worker, b.Worker) }) {
+	if !slices.IsSortedFunc(got, func(a, b routing.Match) int { return a.Worker.Compare(b.Worker) }) {
 		t.Error("matches not sorted by worker")
 	}
 	for i := range n {

@@ -103,7 +103,7 @@ func (r *refIndex) body(rw *refWorker, ev *routing.Event) error {
 
 func (r *refIndex) find(hashes []routing.SeqHash) []routing.Match {
 	var out []routing.Match
-	for _, w := range slices.SortedFunc(maps.Keys(r.ws), compareWorkers) {
+	for _, w := range slices.SortedFunc(maps.Keys(r.ws), routing.Worker.Compare) {
 		own := r.ws[w].own
 		var o routing.Overlap
 		i := 0

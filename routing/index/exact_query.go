@@ -136,7 +136,7 @@ func (e *Exact) FindMatches(hashes []routing.SeqHash, dst []routing.Match) []rou
 	start := len(dst)
 	dst = e.appendMatches(dst, active)
 	dst = e.appendMatches(dst, done)
-	slices.SortFunc(dst[start:], func(a, b routing.Match) int { return compareWorkers(a.Worker, b.Worker) })
+	slices.SortFunc(dst[start:], func(a, b routing.Match) int { return a.Worker.Compare(b.Worker) })
 	sc.active, sc.done = active, done
 	e.scratch.Put(sc)
 	return dst

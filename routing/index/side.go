@@ -34,10 +34,10 @@ func MergeDevice(dst, primary, side []routing.Match) []routing.Match {
 	i, j := 0, 0
 	for i < len(primary) || j < len(side) {
 		switch {
-		case j == len(side) || (i < len(primary) && compareWorkers(primary[i].Worker, side[j].Worker) < 0):
+		case j == len(side) || (i < len(primary) && primary[i].Worker.Compare(side[j].Worker) < 0):
 			dst = append(dst, primary[i])
 			i++
-		case i == len(primary) || compareWorkers(primary[i].Worker, side[j].Worker) > 0:
+		case i == len(primary) || primary[i].Worker.Compare(side[j].Worker) > 0:
 			dst = append(dst, routing.Match{Worker: side[j].Worker, Overlap: routing.Overlap{Device: side[j].Device}})
 			j++
 		default:
