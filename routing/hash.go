@@ -47,7 +47,7 @@ func HashBlock(tokens []uint32, seed uint64) LocalHash {
 	}
 	if littleEndian {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), len(tokens)*4)
-		return LocalHash(xxh3.HashSeed(b, seed))
+		return LocalHash(seededHash(fastLong(seed), b, seed))
 	}
 	b := make([]byte, len(tokens)*4)
 	for i, t := range tokens {
@@ -125,11 +125,21 @@ func BlockHashes(dst []SeqHash, tokens []uint32, blockSize int, seed uint64) ([]
 	// One byte view of the whole prompt; each block hashes a window of it.
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), n*blockSize*4)
 	step := blockSize * 4
-	prev := SeqHash(xxh3.HashSeed(b[:step], seed))
+	long := fastLong(seed)
+	prev := SeqHash(seededHash(long, b[:step], seed))
 	dst = append(dst, prev)
 	for off := step; off < len(b); off += step {
-		prev = Chain(prev, LocalHash(xxh3.HashSeed(b[off:off+step], seed)))
+		prev = Chain(prev, LocalHash(seededHash(long, b[off:off+step], seed)))
 		dst = append(dst, prev)
 	}
 	return dst, nil
+}
+
+// seededHash is XXH3-64 of b with seed, through the cached-secret long
+// path when one is available for the seed and b is long enough to use it.
+func seededHash(long *longHasher, b []byte, seed uint64) uint64 {
+	if long != nil && len(b) > 240 {
+		return long.hash(b)
+	}
+	return xxh3.HashSeed(b, seed)
 }

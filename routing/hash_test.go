@@ -152,3 +152,25 @@ func TestChainMatchesXXH3(t *testing.T) {
 		}
 	})
 }
+
+func TestSeededLongPathMatchesXXH3(t *testing.T) {
+	long := fastLong(HashSeed)
+	if long == nil {
+		t.Skip("no fast long path on this CPU")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.Byte(), 241, 5000).Draw(t, "b")
+		if got, want := long.hash(b), xxh3.HashSeed(b, HashSeed); got != want {
+			t.Fatalf("len %d: got %x want %x", len(b), got, want)
+		}
+	})
+	b := make([]byte, 4097)
+	for n := 241; n <= len(b); n++ {
+		for i := range b[:n] {
+			b[i] = byte(i*31 + n)
+		}
+		if got, want := long.hash(b[:n]), xxh3.HashSeed(b[:n], HashSeed); got != want {
+			t.Fatalf("len %d: got %x want %x", n, got, want)
+		}
+	}
+}
