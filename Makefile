@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Packages with concurrent code; `make test` also runs them under the race detector, in -short
 # mode (which skips only the whole-trace replays, already covered by the plain run).
-RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/...
+RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/...
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 
@@ -52,8 +52,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each (30s by default).
 
 .PHONY: proto
 proto: ## Regenerate proto/kvrpb from proto/kvr/v1 (needs protoc: apt-get install protobuf-compiler).
-	PATH="$$(dirname $$($(GO) tool -n protoc-gen-go)):$$PATH" protoc --go_out=. \
-	  --go_opt=module=github.com/kvrouter/kvrouter proto/kvr/v1/*.proto
+	PATH="$$(dirname $$($(GO) tool -n protoc-gen-go)):$$(dirname $$($(GO) tool -n protoc-gen-go-grpc)):$$PATH" \
+	  protoc --go_out=. --go_opt=module=github.com/kvrouter/kvrouter \
+	  --go-grpc_out=. --go-grpc_opt=module=github.com/kvrouter/kvrouter proto/kvr/v1/*.proto
 
 .PHONY: demo
 demo: ## Simulated policy comparison on the bundled trace, then a live replay through a router node.

@@ -1,0 +1,128 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// Apply is the one write path: encode, size check, then on the leader
+// stamp the time and raft.Apply with a timeout, on a follower forward to
+// the leader; the FSM's result is unwrapped and returned. A business
+// outcome (a lost bind) is in the result's code, not in the error.
+//
+// Errors: ErrBadCommand, ErrTooLarge, ErrNotReady, ErrNoLeader and
+// ErrForwardLoop mean nothing was proposed; ErrIndeterminate means the
+// command may have committed, so retry with the same request id;
+// ErrHalted means this node's FSM stopped.
+func (n *Node) Apply(ctx context.Context, m proto.Message) (*kvrpb.RaftResult, error) {
+	data, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	return n.applyBytes(ctx, data, false)
+}
+
+// applyBytes routes an encoded command to the local raft or the leader.
+// A call that was forwarded already is never forwarded again.
+func (n *Node) applyBytes(ctx context.Context, data []byte, forwarded bool) (*kvrpb.RaftResult, error) {
+	if len(data) > n.cfg.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
+	}
+	if n.IsLeader() {
+		return n.applyLocal(ctx, data)
+	}
+	if forwarded {
+		return nil, ErrForwardLoop
+	}
+	return n.forward(ctx, data)
+}
+
+// applyLocal validates, stamps and proposes a command on the leader. The
+// leader re-validates forwarded bytes because an entry the FSM cannot
+// decode would halt every node.
+func (n *Node) applyLocal(ctx context.Context, data []byte) (*kvrpb.RaftResult, error) {
+	d, err := decode(data)
+	if err != nil || d.skip {
+		return nil, fmt.Errorf("%w: not a known command", ErrBadCommand)
+	}
+	s := commands[d.t]
+	if err := s.validate(d.m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCommand, s.name, err)
+	}
+	if s.needsReady && !n.ready.Load() {
+		return nil, ErrNotReady
+	}
+	s.stamp(d.m, n.cfg.Now().UnixNano())
+	if data, err = encodeTyped(d.t, d.m); err != nil {
+		return nil, err
+	}
+	if len(data) > n.cfg.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
+	}
+	f := n.raft.Apply(data, n.timeout(ctx))
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, s.name, err)
+	}
+	return unwrapResponse(f.Response())
+}
+
+// timeout is ApplyTimeout, or less when ctx ends sooner.
+func (n *Node) timeout(ctx context.Context) time.Duration {
+	t := n.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		t = min(t, time.Until(dl))
+	}
+	return max(t, time.Millisecond)
+}
+
+// unwrapResponse turns the FSM's return value into a result or an error.
+func unwrapResponse(v any) (*kvrpb.RaftResult, error) {
+	switch r := v.(type) {
+	case *kvrpb.RaftResult:
+		return r, nil
+	case error:
+		return nil, r
+	}
+	return nil, fmt.Errorf("%w: unexpected FSM response %T", ErrHalted, v)
+}
+
+// Retryable reports whether err leaves a write worth retrying with the
+// same request id: indeterminate, or refused before it was proposed
+// because leadership is moving.
+func Retryable(err error) bool {
+	for _, e := range []error{ErrIndeterminate, ErrNoLeader, ErrNotReady, ErrForwardLoop, raft.ErrNotLeader} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyRetry is Apply retried with backoff while the error is Retryable
+// and ctx lasts. The command must carry a request id (or be idempotent by
+// nature, like keep-alives), since an indeterminate attempt may have
+// committed.
+func (n *Node) ApplyRetry(ctx context.Context, m proto.Message) (*kvrpb.RaftResult, error) {
+	backoff := n.cfg.HeartbeatTimeout / 4
+	for {
+		r, err := n.Apply(ctx, m)
+		if err == nil || !Retryable(err) {
+			return r, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, n.cfg.ElectionTimeout)
+	}
+}

@@ -1,0 +1,141 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// ErrBacklog is returned by Batcher.Add when the pending events exceed
+// the backlog bound: raft is not keeping up (or there is no leader), and
+// the caller should drop the batch and resync the worker later.
+var ErrBacklog = errors.New("consensus: KV event backlog full")
+
+// BatcherConfig configures a Batcher.
+type BatcherConfig struct {
+	// Interval is the longest an event waits for its entry (default 5 ms):
+	// short against routing's tolerance of apply lag, long enough to
+	// coalesce a busy DC's events into few entries.
+	Interval time.Duration
+	// EntryBytes is the target size of one entry (default a quarter of
+	// the node's MaxCommandBytes); Add wakes the flusher once it is
+	// reached.
+	EntryBytes int
+	// BacklogBytes bounds the pending events (default 16 entries).
+	BacklogBytes int
+}
+
+// Batcher coalesces the KV event batches of many workers into
+// RaftKVEvents entries. Any node may run one: a follower's entries are
+// forwarded to the leader.
+//
+// Concurrency: Add and Flush are safe for concurrent use; Run is called
+// once, by the owner, who stops it by cancelling its context.
+type Batcher struct {
+	n    *Node
+	cfg  BatcherConfig
+	wake chan struct{}
+
+	mu      sync.Mutex
+	pending []*kvrpb.KVEventBatch
+	bytes   int
+	flushMu sync.Mutex
+}
+
+// NewBatcher returns a batcher writing through n.
+func NewBatcher(n *Node, cfg BatcherConfig) *Batcher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Millisecond
+	}
+	if cfg.EntryBytes <= 0 || cfg.EntryBytes > n.cfg.MaxCommandBytes/2 {
+		cfg.EntryBytes = n.cfg.MaxCommandBytes / 4
+	}
+	if cfg.BacklogBytes <= 0 {
+		cfg.BacklogBytes = 16 * cfg.EntryBytes
+	}
+	return &Batcher{n: n, cfg: cfg, wake: make(chan struct{}, 1)}
+}
+
+// Add validates one rank's batch and queues it.
+func (b *Batcher) Add(batch *kvrpb.KVEventBatch) error {
+	if _, err := decodeRankBatch(batch); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	size := proto.Size(batch)
+	if size > b.cfg.EntryBytes {
+		return fmt.Errorf("%w: batch of %d bytes over an entry's %d", ErrTooLarge, size, b.cfg.EntryBytes)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bytes+size > b.cfg.BacklogBytes {
+		return fmt.Errorf("%w: %d bytes pending", ErrBacklog, b.bytes)
+	}
+	b.pending = append(b.pending, batch)
+	b.bytes += size
+	if b.bytes >= b.cfg.EntryBytes {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Run flushes every Interval, or sooner when an entry's worth is pending,
+// until ctx ends.
+func (b *Batcher) Run(ctx context.Context) {
+	t := time.NewTicker(b.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-b.wake:
+		}
+		if _, err := b.Flush(ctx); err != nil && ctx.Err() == nil {
+			b.n.log.Warn("proposing KV events", "err", err)
+		}
+	}
+}
+
+// Flush proposes the pending batches, an entry at a time, and returns how
+// many batches committed. A failed entry's batches are dropped: events
+// are self-healing (the worker's cursor stays, and the next batch shows a
+// gap that triggers a resync), while retrying could reorder them.
+func (b *Batcher) Flush(ctx context.Context) (int, error) {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	b.mu.Lock()
+	all := b.pending
+	b.pending, b.bytes = nil, 0
+	b.mu.Unlock()
+	done := 0
+	for len(all) > 0 {
+		n := b.entry(all)
+		if _, err := b.n.Apply(ctx, &kvrpb.RaftKVEvents{Batches: all[:n]}); err != nil {
+			return done, err
+		}
+		done += n
+		all = all[n:]
+	}
+	return done, nil
+}
+
+// entry returns how many leading batches fit one entry (at least one).
+func (b *Batcher) entry(all []*kvrpb.KVEventBatch) int {
+	size := 0
+	for i, batch := range all {
+		size += proto.Size(batch) + 4
+		if i > 0 && (size > b.cfg.EntryBytes || i == MaxBatchesPerEntry) {
+			return i
+		}
+	}
+	return len(all)
+}

@@ -1,0 +1,148 @@
+package consensus
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// Type is a raft command's type byte. The low seven bits are the command
+// number; the high bit (IgnoreIfUnknown) tells a node that does not know
+// the number to skip the entry instead of halting, which is how an
+// optional command can be rolled out before every node is upgraded.
+type Type uint8
+
+// IgnoreIfUnknown is the type byte's high bit.
+const IgnoreIfUnknown Type = 0x80
+
+// Command numbers. They are never reused: a retired command keeps its
+// number reserved here as a comment.
+const (
+	TypeBindSession      Type = 1
+	TypeTouchSessions    Type = 2
+	TypeReleaseSessions  Type = 3
+	TypeUnbindSession    Type = 4
+	TypeExpireSessions   Type = 5
+	TypeInvalidateEngine Type = 6
+	TypeKVEvents         Type = 7
+	TypeRegisterWorker   Type = 8
+	TypeRemoveWorker     Type = 9
+)
+
+// payloadVersion is the version byte of every current payload. A payload
+// version a node does not know is treated like an unknown type.
+const payloadVersion = 1
+
+// headerBytes is the envelope before the protobuf payload: type, version.
+const headerBytes = 2
+
+// Number is the command number without the ignore bit.
+func (t Type) Number() uint8 { return uint8(t &^ IgnoreIfUnknown) }
+
+// Ignorable reports whether the ignore-if-unknown bit is set.
+func (t Type) Ignorable() bool { return t&IgnoreIfUnknown != 0 }
+
+// String names the command for logs.
+func (t Type) String() string {
+	if s, ok := commands[t&^IgnoreIfUnknown]; ok {
+		return s.name
+	}
+	return fmt.Sprintf("command(%d)", t.Number())
+}
+
+// spec is one row of the dispatch table.
+type spec struct {
+	name string
+	new  func() proto.Message
+	// apply runs the command on the FSM at the entry's index.
+	apply func(f *FSM, index uint64, m proto.Message) *kvrpb.RaftResult
+	// stamp sets the leader's clock in the payload, when it carries one.
+	stamp func(m proto.Message, unixNanos int64)
+	// validate checks a payload before it is proposed, so that the log
+	// holds only well-formed entries.
+	validate func(m proto.Message) error
+	// needsReady marks commands a leader serves only after its barrier.
+	needsReady bool
+}
+
+// commands is the dispatch table, keyed by type without the ignore bit.
+var commands = map[Type]spec{
+	TypeBindSession:      bindSpec,
+	TypeTouchSessions:    touchSpec,
+	TypeReleaseSessions:  releaseSpec,
+	TypeUnbindSession:    unbindSpec,
+	TypeExpireSessions:   expireSpec,
+	TypeInvalidateEngine: invalidateEngineSpec,
+	TypeKVEvents:         kvEventsSpec,
+	TypeRegisterWorker:   registerWorkerSpec,
+	TypeRemoveWorker:     removeWorkerSpec,
+}
+
+// typeOf maps a payload's message name to its type, for Encode.
+var typeOf = func() map[protoreflect.FullName]Type {
+	m := make(map[protoreflect.FullName]Type, len(commands))
+	for t, s := range commands {
+		m[s.new().ProtoReflect().Descriptor().FullName()] = t
+	}
+	return m
+}()
+
+// Encode validates a command payload (one of the kvrpb.Raft* command
+// messages) and returns its log entry bytes: type byte, version byte,
+// deterministic protobuf.
+func Encode(m proto.Message) ([]byte, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
+	}
+	t, ok := typeOf[m.ProtoReflect().Descriptor().FullName()]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a command", ErrBadCommand, m.ProtoReflect().Descriptor().FullName())
+	}
+	if err := commands[t].validate(m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCommand, commands[t].name, err)
+	}
+	return encodeTyped(t, m)
+}
+
+// encodeTyped marshals m behind the envelope for type t.
+func encodeTyped(t Type, m proto.Message) ([]byte, error) {
+	buf := []byte{byte(t), payloadVersion}
+	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	return out, nil
+}
+
+// decoded is a decoded entry: its type, and its payload unless the type
+// is unknown and ignorable (then skip is set).
+type decoded struct {
+	t    Type
+	m    proto.Message
+	skip bool
+}
+
+// decode parses entry bytes. An unknown type or version without the
+// ignore bit, or a payload that does not unmarshal, is an error: the FSM
+// must halt on it.
+func decode(data []byte) (decoded, error) {
+	if len(data) < headerBytes {
+		return decoded{}, fmt.Errorf("entry of %d bytes has no header", len(data))
+	}
+	t := Type(data[0])
+	s, known := commands[t&^IgnoreIfUnknown]
+	if !known || data[1] != payloadVersion {
+		if t.Ignorable() {
+			return decoded{t: t, skip: true}, nil
+		}
+		return decoded{}, fmt.Errorf("unknown command %d version %d", t.Number(), data[1])
+	}
+	m := s.new()
+	if err := proto.Unmarshal(data[headerBytes:], m); err != nil {
+		return decoded{}, fmt.Errorf("%s payload: %w", s.name, err)
+	}
+	return decoded{t: t &^ IgnoreIfUnknown, m: m}, nil
+}

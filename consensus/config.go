@@ -1,0 +1,179 @@
+package consensus
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+)
+
+// Peer is one member of the cluster: its raft server id, raft address and
+// the gRPC address on which it serves leader forwarding.
+type Peer struct {
+	ID       string
+	RaftAddr string
+	APIAddr  string
+}
+
+// Config configures a Node. Zero durations and sizes take the defaults of
+// EnsureDefaults; Validate names the offending key (the config file's
+// snake_case name) in its error.
+type Config struct {
+	// NodeID is this node's raft server id (node_id); required.
+	NodeID string
+	// DC is the datacenter this cluster serves (dc); bindings record it.
+	DC string
+	// RaftAddr is the raft bind address (raft_addr), used to build a TCP
+	// transport when Deps.Transport is nil.
+	RaftAddr string
+	// APIAddr is this node's forwarding gRPC address (api_addr).
+	APIAddr string
+	// DataDir holds raft snapshots (data_dir); empty keeps everything in
+	// memory. A persistent node must also be given Deps.LogStore and
+	// Deps.StableStore.
+	DataDir string
+	// Peers are the static members: bootstrap set and the map from server
+	// id to forwarding address (peers).
+	Peers []Peer
+	// Bootstrap makes Start bootstrap a new cluster from Peers when the
+	// stores hold no state (bootstrap).
+	Bootstrap bool
+
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout default to
+	// raft's LAN values (1 s, 1 s, 500 ms): a raft group is DC-local.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout defaults to 50 ms, raft's own default: the longest a
+	// follower waits to learn the commit index without new entries.
+	CommitTimeout time.Duration
+	// ApplyTimeout bounds one write (apply_timeout, default 5 s): past it
+	// the write is indeterminate, and callers retry with the request id.
+	ApplyTimeout time.Duration
+	// BarrierTimeout bounds each attempt of the new leader's barrier
+	// (barrier_timeout, default 10 s); it is retried while the node leads.
+	BarrierTimeout time.Duration
+	// MaxCommandBytes bounds an encoded command (max_command_bytes,
+	// default 512 KiB): large entries stall replication of everything
+	// behind them, and KV events are batched to stay below it.
+	MaxCommandBytes int
+	// ExpiryInterval is how often the leader looks for expired bindings
+	// (expiry_interval, default 1 s).
+	ExpiryInterval time.Duration
+	// SnapshotThreshold and TrailingLogs default to raft's 8192 and 10240.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+
+	// Now is the clock the leader stamps into entries; default time.Now.
+	// It is the only clock the package reads, so tests inject their own.
+	Now func() time.Time
+	// Logger receives structured logs with keys node, index, term.
+	Logger *slog.Logger
+	// DialOptions are used to reach the leader's forwarding service; the
+	// default is no transport security, for a DC-local cluster network.
+	DialOptions []grpc.DialOption
+}
+
+// Defaults.
+const (
+	DefaultApplyTimeout    = 5 * time.Second
+	DefaultBarrierTimeout  = 10 * time.Second
+	DefaultMaxCommandBytes = 512 << 10
+	DefaultExpiryInterval  = time.Second
+)
+
+// EnsureDefaults fills zero fields with their defaults.
+func (c *Config) EnsureDefaults() {
+	d := raft.DefaultConfig()
+	setDur(&c.HeartbeatTimeout, d.HeartbeatTimeout)
+	setDur(&c.ElectionTimeout, d.ElectionTimeout)
+	setDur(&c.LeaderLeaseTimeout, d.LeaderLeaseTimeout)
+	setDur(&c.CommitTimeout, d.CommitTimeout)
+	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
+	setDur(&c.BarrierTimeout, DefaultBarrierTimeout)
+	setDur(&c.ExpiryInterval, DefaultExpiryInterval)
+	if c.MaxCommandBytes == 0 {
+		c.MaxCommandBytes = DefaultMaxCommandBytes
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = d.TrailingLogs
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func setDur(p *time.Duration, d time.Duration) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+// Validate checks the config after EnsureDefaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return configError("node_id: required")
+	case c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond:
+		return configError("heartbeat_timeout, election_timeout: must be >= 5ms")
+	case c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return configError("leader_lease_timeout: %v over heartbeat_timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	case c.ApplyTimeout <= 0 || c.BarrierTimeout <= 0 || c.ExpiryInterval <= 0:
+		return configError("apply_timeout, barrier_timeout, expiry_interval: must be > 0")
+	case c.MaxCommandBytes < 1<<10:
+		return configError("max_command_bytes: %d below 1 KiB", c.MaxCommandBytes)
+	case c.Bootstrap && len(c.Peers) == 0:
+		return configError("peers: bootstrap needs at least this node")
+	}
+	return c.validatePeers()
+}
+
+// validatePeers checks that peers are unique and complete.
+func (c *Config) validatePeers() error {
+	seen := map[string]bool{}
+	self := false
+	for i, p := range c.Peers {
+		if p.ID == "" || p.RaftAddr == "" {
+			return configError("peers[%d]: id and raft_addr required", i)
+		}
+		if seen[p.ID] {
+			return configError("peers[%d]: duplicate id %q", i, p.ID)
+		}
+		seen[p.ID] = true
+		self = self || p.ID == c.NodeID
+	}
+	if c.Bootstrap && !self {
+		return configError("peers: bootstrap set does not include node_id %q", c.NodeID)
+	}
+	return nil
+}
+
+// configError wraps ErrInvalidConfig with the key and the reason.
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// raftConfig builds raft's config.
+func (c *Config) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.TrailingLogs = c.TrailingLogs
+	// BatchApplyCh lets the leader append many concurrent applies in one
+	// log write; the cost is that Apply's timeout is not exact.
+	rc.BatchApplyCh = true
+	rc.Logger = newHclogAdapter(c.Logger, c.NodeID)
+	return rc
+}

@@ -1,0 +1,66 @@
+// Package consensus is the raft layer of one DC's router cluster: command
+// encoding, the replicated FSM, the one write path, leader forwarding,
+// the leadership barrier, membership, KV-event batching and the
+// replicated session store.
+//
+// # Commands
+//
+// A log entry is one type byte, one payload-version byte and a protobuf
+// payload (proto/kvr/v1/raft.proto). The type's high bit (IgnoreIfUnknown)
+// lets a node skip a command it does not know; without it an unknown type
+// or version, or a payload that does not unmarshal, is a determinism bug
+// and halts the FSM (FSM.Halted wraps ErrHalted; the node applies nothing
+// more until restored from a healthy snapshot). Commands are dispatched by
+// the table in command.go; numbers are never reused. A business outcome (a
+// lost compare-and-set, a session limit) is the command's RaftResult code.
+//
+// # Guarantees
+//
+//   - Binds are compare-and-set, first writer wins. A binding's version is
+//     the raft index of the bind that created it: unique, increasing, a
+//     fencing token.
+//   - Time is stamped into entries by the leader (Config.Now); every node
+//     judges liveness and expiry by the stamped time, so all nodes apply
+//     the same changes. The leader proposes expiries of bindings whose
+//     deadline has passed (ExpireSessions), re-checked at apply time.
+//   - Keep-alives are batched: Sessions counts local holders in memory and
+//     writes one TouchSessions and one ReleaseSessions entry per node per
+//     KeepAliveInterval, never one per request.
+//   - KV events are coalesced by Batcher into RaftKVEvents entries; the FSM
+//     applies them to its ownership tables and cursors and to an in-memory
+//     routing/index.Exact on every node, with the index's cursor rules.
+//   - FSM.StateHash is an XXH3-64 of a canonical encoding of every table;
+//     nodes of one build at the same applied index report the same hash.
+//   - The write path (Node.Apply) is encode → size check → raft.Apply with
+//     timeout → unwrap. A timeout or lost leadership is ErrIndeterminate,
+//     never a failure: retry with the same request id (Node.ApplyRetry);
+//     the FSM answers a remembered request id (RememberedRequests, FIFO)
+//     with its first result.
+//   - A follower forwards writes to the leader over gRPC (RaftForward),
+//     marked with x-kvr-forwarded metadata; a marked call that reaches a
+//     follower is refused (ErrForwardLoop), never forwarded twice. The
+//     leader re-validates forwarded bytes, since a bad entry would halt
+//     every node.
+//   - A new leader serves binds only after a raft barrier; Node.Ready is
+//     set after it and reset when leadership is lost (raft.LeaderCh).
+//
+// # What it refuses to do
+//
+// It does not import node: Sessions has the method set of
+// node/dispatch.Bindings with this package's Binding type, and the node
+// adapts it. It does not read the wall clock outside Config.Now. It keeps
+// no durable state of its own: State is an interface (MemState here; the
+// Pebble store plugs in through Deps), and raft's stores come from Deps.
+// It does not decide KV-event gaps or resyncs (the FSM keeps the cursors
+// the node's ingestion compares against).
+//
+// # Concurrency and shutdown
+//
+// Node, FSM, Sessions and Batcher are safe for concurrent use. Every
+// goroutine has an owner: Node.Shutdown stops the leadership watcher and
+// leader loop, then raft, then closes forwarding connections and a
+// transport the node built; Sessions.Close stops its keep-alive loop;
+// Batcher.Run ends with its context. In one process hosting several nodes
+// (tests), shut every raft down before closing the shared transports, or
+// peers' connection handlers outlive them.
+package consensus

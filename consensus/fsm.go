@@ -1,0 +1,146 @@
+package consensus
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing/index"
+)
+
+// RememberedRequests bounds the request ids the FSM remembers for
+// idempotent retries. It is part of the replicated behaviour, so it is a
+// constant rather than a per-node setting: 4096 ids cover several seconds
+// of binds at the commit rates measured for a DC cluster, far longer than
+// a client retries.
+const RememberedRequests = 4096
+
+// FSM is the replicated state machine of one DC's router cluster. It
+// implements raft.FSM and raft.BatchingFSM: entries are decoded, dispatched
+// through the command table, and applied to a State and to an in-memory
+// exact prefix index that routing reads.
+//
+// An entry that cannot be decoded halts the FSM (Halted then returns an
+// error wrapping ErrHalted): every later entry is answered with that error
+// and changes nothing, because applying past it could make nodes diverge.
+// A business outcome (a lost compare-and-set, an unknown key) is a
+// RaftResult code, never an error.
+//
+// Concurrency: raft calls Apply, ApplyBatch, Snapshot and Restore from one
+// goroutine; the read methods are safe to call concurrently with them.
+type FSM struct {
+	mu      sync.RWMutex
+	st      State
+	idx     *index.Exact
+	applied uint64
+	halted  atomic.Pointer[error]
+	log     *slog.Logger
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// NewFSM returns an FSM over st (NewMemState when nil) that also feeds idx
+// (a fresh index when nil).
+func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
+	if st == nil {
+		st = NewMemState()
+	}
+	if idx == nil {
+		idx = index.NewExact()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{st: st, idx: idx, log: log}
+}
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applyLocked(l)
+}
+
+// ApplyBatch implements raft.BatchingFSM: the batch is applied under one
+// lock acquisition, so readers see whole batches.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		out[i] = f.applyLocked(l)
+	}
+	return out
+}
+
+// applyLocked applies one entry. Callers hold mu.
+func (f *FSM) applyLocked(l *raft.Log) any {
+	if p := f.halted.Load(); p != nil {
+		return *p
+	}
+	f.applied = l.Index
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	d, err := decode(l.Data)
+	if err != nil {
+		herr := fmt.Errorf("%w: index %d: %w", ErrHalted, l.Index, err)
+		f.halted.Store(&herr)
+		f.log.Error("FSM halted on an undecodable entry", "index", l.Index, "term", l.Term, "err", err)
+		return herr
+	}
+	if d.skip {
+		return &kvrpb.RaftResult{Code: uint32(CodeIgnored), Index: l.Index}
+	}
+	r := commands[d.t].apply(f, l.Index, d.m)
+	r.Index = l.Index
+	return r
+}
+
+// Halted returns the halt error, or nil while the FSM applies entries.
+func (f *FSM) Halted() error {
+	if p := f.halted.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// AppliedIndex returns the index of the last entry applied.
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.applied
+}
+
+// Index returns the exact prefix index the FSM feeds. Routing reads it
+// directly; it lags the log by the apply lag only. During a Restore it is
+// rebuilt in place, so a reader may briefly see a partial state.
+func (f *FSM) Index() *index.Exact { return f.idx }
+
+// remember records a result under its request id, when it has one.
+func (f *FSM) remember(id string, r *kvrpb.RaftResult, idx uint64) *kvrpb.RaftResult {
+	if id != "" {
+		r.Index = idx
+		f.st.RememberRequest(id, r, RememberedRequests)
+	}
+	return r
+}
+
+// recall returns a request id's first result, if remembered.
+func (f *FSM) recall(id string) (*kvrpb.RaftResult, bool) {
+	if id == "" {
+		return nil, false
+	}
+	r, ok := f.st.Request(id)
+	if !ok {
+		return nil, false
+	}
+	return cloneResult(r), true
+}

@@ -1,0 +1,214 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/wire"
+)
+
+// MaxBatchesPerEntry bounds the per-rank batches one KV-events entry
+// coalesces.
+const MaxBatchesPerEntry = 1024
+
+var kvEventsSpec = spec{
+	name: "kv_events",
+	new:  func() proto.Message { return &kvrpb.RaftKVEvents{} },
+	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
+		return f.kvEvents(m.(*kvrpb.RaftKVEvents))
+	},
+	stamp:    func(proto.Message, int64) {},
+	validate: func(m proto.Message) error { return validateKVEvents(m.(*kvrpb.RaftKVEvents)) },
+}
+
+// validateKVEvents checks every batch as the event plane's decoder does.
+func validateKVEvents(c *kvrpb.RaftKVEvents) error {
+	if len(c.Batches) == 0 || len(c.Batches) > MaxBatchesPerEntry {
+		return fmt.Errorf("%d batches, want 1..%d", len(c.Batches), MaxBatchesPerEntry)
+	}
+	for _, b := range c.Batches {
+		if _, err := decodeRankBatch(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRankBatch converts one rank's wire batch to routing events with
+// contiguous ids.
+func decodeRankBatch(b *kvrpb.KVEventBatch) ([]routing.Event, error) {
+	w := routing.Worker{ID: routing.WorkerID(b.GetEngineId()), Rank: b.GetRank()}
+	if len(b.GetEvents()) == 0 || len(b.GetEvents()) > wire.MaxEventsPerBatch {
+		return nil, fmt.Errorf("worker %v: batch of %d events", w, len(b.GetEvents()))
+	}
+	out := make([]routing.Event, len(b.Events))
+	for i, pe := range b.Events {
+		e, err := wire.DecodeEvent(w, pe)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && e.ID != out[i-1].ID+1 {
+			return nil, fmt.Errorf("worker %v: event ids %d then %d", w, out[i-1].ID, e.ID)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// kvEvents applies every batch to the ownership tables and to the index.
+// A batch that does not decode is skipped whole (the leader validates
+// before proposing, so this only happens across a decoder change); the
+// count is the number of events applied.
+func (f *FSM) kvEvents(c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
+	n := 0
+	for _, b := range c.Batches {
+		events, err := decodeRankBatch(b)
+		if err != nil {
+			continue
+		}
+		for i := range events {
+			if f.applyEvent(&events[i]) {
+				n++
+			}
+			// The index applies the same cursor rules; its errors
+			// (stale, gap, unknown parent) mirror applyEvent's outcome.
+			_ = f.idx.Apply(&events[i])
+		}
+	}
+	return counted(n)
+}
+
+// applyEvent applies one event to the ownership tables with the exact
+// index's rules (see routing/index): id cursor+1 applies, an id of 1 after
+// a cursor above 1 is an engine restart, a duplicate or a gap changes
+// nothing. It reports whether the event's id was consumed.
+func (f *FSM) applyEvent(ev *routing.Event) bool {
+	w := ev.Worker
+	cur, _ := f.st.Cursor(w)
+	switch {
+	case ev.ID == cur+1:
+	case ev.ID == 1 && cur > 1:
+		f.st.ClearRank(w)
+	default:
+		return false
+	}
+	f.st.SetCursor(w, ev.ID)
+	bit := uint8(1) << ev.Tier
+	switch ev.Kind {
+	case routing.EventStored:
+		f.storeBlocks(ev, bit)
+	case routing.EventRemoved:
+		for _, eh := range ev.Removed {
+			f.removeBlock(w, eh, bit)
+		}
+	case routing.EventCleared:
+		f.st.ClearRank(w)
+	}
+	return true
+}
+
+// storeBlocks places a stored event's blocks, chaining sequence hashes
+// from the parent (or from the first block when there is none). An
+// unknown parent places nothing.
+func (f *FSM) storeBlocks(ev *routing.Event, bit uint8) {
+	w := ev.Worker
+	var prev routing.SeqHash
+	if ev.HasParent {
+		p, ok := f.st.Block(w, ev.Parent)
+		if !ok {
+			return
+		}
+		prev = p
+	}
+	for i, b := range ev.Blocks {
+		seq := routing.SeqHash(b.Local)
+		if i > 0 || ev.HasParent {
+			seq = routing.Chain(prev, b.Local)
+		}
+		prev = seq
+		if old, had := f.st.Block(w, b.Engine); had && old != seq {
+			// A reused engine id: its old block is gone from every tier.
+			f.st.SetTiers(w, old, 0)
+		}
+		f.st.PutBlock(w, b.Engine, seq)
+		f.st.SetTiers(w, seq, f.st.Tiers(w, seq)|bit)
+	}
+}
+
+// removeBlock drops the block named by eh from a tier, forgetting the
+// engine id once no tier holds it.
+func (f *FSM) removeBlock(w routing.Worker, eh routing.EngineHash, bit uint8) {
+	seq, ok := f.st.Block(w, eh)
+	if !ok {
+		return
+	}
+	t := f.st.Tiers(w, seq) &^ bit
+	if t == 0 {
+		f.st.DeleteBlock(w, eh)
+	}
+	f.st.SetTiers(w, seq, t)
+}
+
+var registerWorkerSpec = spec{
+	name: "register_worker",
+	new:  func() proto.Message { return &kvrpb.RaftRegisterWorker{} },
+	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
+		return f.registerWorker(m.(*kvrpb.RaftRegisterWorker))
+	},
+	stamp: func(m proto.Message, t int64) { m.(*kvrpb.RaftRegisterWorker).StampedUnixNanos = t },
+	validate: func(m proto.Message) error {
+		c := m.(*kvrpb.RaftRegisterWorker)
+		if c.Card == nil {
+			return errors.New("card must be set")
+		}
+		return wire.ValidateCard(c.Card)
+	},
+}
+
+// registerWorker records (or replaces) an engine's card.
+func (f *FSM) registerWorker(c *kvrpb.RaftRegisterWorker) *kvrpb.RaftResult {
+	if c.Card == nil || wire.ValidateCard(c.Card) != nil {
+		return result(CodeInvalid)
+	}
+	f.st.PutWorker(&kvrpb.RaftWorkerRecord{
+		Card: proto.CloneOf(c.Card), Dc: c.Dc, Pool: c.Pool, RegisteredUnixNanos: c.StampedUnixNanos,
+	})
+	return counted(1)
+}
+
+var removeWorkerSpec = spec{
+	name: "remove_worker",
+	new:  func() proto.Message { return &kvrpb.RaftRemoveWorker{} },
+	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
+		return f.removeWorker(routing.WorkerID(m.(*kvrpb.RaftRemoveWorker).EngineId))
+	},
+	stamp:    func(proto.Message, int64) {},
+	validate: func(proto.Message) error { return nil },
+}
+
+// removeWorker drops an engine's card and every rank's cursor and blocks,
+// in the tables and in the index. Its bindings are left to
+// InvalidateEngine, which the node proposes when it decides to.
+func (f *FSM) removeWorker(id routing.WorkerID) *kvrpb.RaftResult {
+	var ranks []routing.Worker
+	f.st.Ranks(func(w routing.Worker, _ uint64) bool {
+		if w.ID == id {
+			ranks = append(ranks, w)
+		}
+		return true
+	})
+	for _, w := range ranks {
+		f.st.DropRank(w)
+	}
+	f.idx.RemoveEngine(id)
+	_, had := f.st.Worker(id)
+	f.st.DeleteWorker(id)
+	if had {
+		return counted(1 + len(ranks))
+	}
+	return counted(len(ranks))
+}

@@ -1,0 +1,220 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+
+	"github.com/kvrouter/kvrouter/routing/index"
+)
+
+// Deps are a Node's pluggable parts. Nil fields get in-memory defaults
+// (and a TCP transport on Config.RaftAddr), which suit tests and a
+// single-process demo; a persistent node passes the Pebble stores.
+type Deps struct {
+	Transport   raft.Transport
+	LogStore    raft.LogStore
+	StableStore raft.StableStore
+	Snapshots   raft.SnapshotStore
+	State       State
+	Index       *index.Exact
+}
+
+// Node is one router node's member of its DC's raft cluster: the raft
+// instance, the FSM, the write path (Apply), leader forwarding, the
+// leadership barrier and readiness, and the leader's expiry loop.
+//
+// Concurrency: all methods are safe for concurrent use. Shutdown stops
+// every goroutine the node started.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	raft      *raft.Raft
+	fsm       *FSM
+	trans     raft.Transport
+	ownsTrans bool
+
+	ready atomic.Bool
+	stop  chan struct{}
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	apis   map[raft.ServerID]string
+	conns  map[string]*grpc.ClientConn
+	closed bool
+}
+
+// New validates cfg, builds the raft instance and starts the node's
+// leadership watcher. With cfg.Bootstrap it bootstraps the cluster from
+// cfg.Peers when the stores are empty.
+func New(cfg Config, deps Deps) (*Node, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.DataDir != "" && (deps.LogStore == nil || deps.StableStore == nil) {
+		return nil, configError("data_dir: a persistent node needs a log store and a stable store")
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), stop: make(chan struct{}),
+		apis: map[raft.ServerID]string{}, conns: map[string]*grpc.ClientConn{}}
+	for _, p := range cfg.Peers {
+		n.apis[raft.ServerID(p.ID)] = p.APIAddr
+	}
+	if err := n.fillDeps(&deps); err != nil {
+		return nil, err
+	}
+	n.fsm = NewFSM(deps.State, deps.Index, n.log)
+	r, err := raft.NewRaft(cfg.raftConfig(), n.fsm, deps.LogStore, deps.StableStore, deps.Snapshots, deps.Transport)
+	if err != nil {
+		n.closeTransport()
+		return nil, fmt.Errorf("consensus: starting raft: %w", err)
+	}
+	n.raft = r
+	if cfg.Bootstrap {
+		if err := n.bootstrap(); err != nil {
+			_ = n.Shutdown()
+			return nil, err
+		}
+	}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	return n, nil
+}
+
+// fillDeps supplies the in-memory and TCP defaults.
+func (n *Node) fillDeps(d *Deps) error {
+	if d.LogStore == nil && d.StableStore == nil {
+		s := raft.NewInmemStore()
+		d.LogStore, d.StableStore = s, s
+	}
+	if d.Snapshots == nil {
+		if n.cfg.DataDir == "" {
+			d.Snapshots = raft.NewInmemSnapshotStore()
+		} else {
+			s, err := raft.NewFileSnapshotStore(n.cfg.DataDir, 2, nil)
+			if err != nil {
+				return fmt.Errorf("consensus: snapshot store in %s: %w", n.cfg.DataDir, err)
+			}
+			d.Snapshots = s
+		}
+	}
+	if d.Transport == nil {
+		t, err := raft.NewTCPTransport(n.cfg.RaftAddr, nil, 3, n.cfg.ApplyTimeout, nil)
+		if err != nil {
+			return fmt.Errorf("consensus: raft transport on %s: %w", n.cfg.RaftAddr, err)
+		}
+		d.Transport, n.ownsTrans = t, true
+	}
+	n.trans = d.Transport
+	return nil
+}
+
+// FSM returns the node's state machine, for local reads.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Raft returns the raft instance, for admin and tests.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns the node's server id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// IsLeader reports whether the node is the raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Ready reports whether the node leads and has passed its barrier, so it
+// serves binds.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// Shutdown stops the leadership watcher, then raft, then closes the
+// forwarding connections and, when the node built it, the transport. In a
+// multi-node process shut every raft down before closing transports
+// shared with peers (see the package doc).
+func (n *Node) Shutdown() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	close(n.stop)
+	n.wg.Wait()
+	err := n.raft.Shutdown().Error()
+	n.mu.Lock()
+	for addr, cc := range n.conns {
+		err = errors.Join(err, cc.Close())
+		delete(n.conns, addr)
+	}
+	n.mu.Unlock()
+	n.closeTransport()
+	return err
+}
+
+// closeTransport closes a transport the node built: streams first, so the
+// peers' connection handlers end.
+func (n *Node) closeTransport() {
+	if !n.ownsTrans {
+		return
+	}
+	if nt, ok := n.trans.(*raft.NetworkTransport); ok {
+		nt.CloseStreams()
+	}
+	if c, ok := n.trans.(raft.WithClose); ok {
+		_ = c.Close()
+	}
+}
+
+// watchLeadership follows raft.LeaderCh: on gaining leadership it starts
+// the leader loop (barrier, then readiness and expiry); on losing it, it
+// resets readiness and stops the loop.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	var run *leaderRun
+	defer func() { run.stop(n) }()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-n.raft.LeaderCh():
+			run.stop(n)
+			run = nil
+			if !leader {
+				n.log.Info("lost leadership")
+				continue
+			}
+			run = n.startLeader()
+		}
+	}
+}
+
+// leaderRun is one term's leader loop.
+type leaderRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startLeader starts the leader loop.
+func (n *Node) startLeader() *leaderRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &leaderRun{cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(r.done); n.leaderLoop(ctx) }()
+	return r
+}
+
+// stop resets readiness and ends the loop, waiting for it; nil is a no-op
+// beyond the reset.
+func (r *leaderRun) stop(n *Node) {
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+	// The reset comes after the loop ended, so the loop cannot set
+	// readiness again behind it.
+	n.ready.Store(false)
+}

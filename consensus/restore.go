@@ -1,0 +1,153 @@
+package consensus
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zeebo/xxh3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Restore implements raft.FSM. The whole stream is read and its checksum
+// verified before anything changes, so a malformed snapshot leaves the
+// FSM as it was (and returns an error wrapping ErrBadSnapshot). A restore
+// also clears a halt: the snapshot comes from a healthy node.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	hdr, recs, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.load(recs)
+	f.applied = hdr.AppliedIndex
+	f.halted.Store(nil)
+	return nil
+}
+
+// readSnapshot parses and verifies a snapshot stream.
+func readSnapshot(r io.Reader) (*kvrpb.RaftSnapshotHeader, []*kvrpb.RaftSnapshotRecord, error) {
+	h := xxh3.New()
+	br := bufio.NewReader(r)
+	tr := &teeByteReader{r: br, h: h}
+	var recs []*kvrpb.RaftSnapshotRecord
+	for {
+		rec, err := readRecord(tr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: record %d: %w", ErrBadSnapshot, len(recs), err)
+		}
+		if rec == nil {
+			break
+		}
+		recs = append(recs, rec)
+	}
+	var sum [8]byte
+	if _, err := io.ReadFull(br, sum[:]); err != nil {
+		return nil, nil, fmt.Errorf("%w: checksum: %w", ErrBadSnapshot, err)
+	}
+	if binary.LittleEndian.Uint64(sum[:]) != h.Sum64() {
+		return nil, nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+	}
+	if len(recs) == 0 || recs[0].GetHeader() == nil || recs[0].GetHeader().Format != snapshotFormat {
+		return nil, nil, fmt.Errorf("%w: missing or unknown header", ErrBadSnapshot)
+	}
+	return recs[0].GetHeader(), recs[1:], nil
+}
+
+// readRecord reads one record; nil at the zero-length terminator.
+func readRecord(tr *teeByteReader) (*kvrpb.RaftSnapshotRecord, error) {
+	n, err := binary.ReadUvarint(tr)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if n > maxRecordBytes {
+		return nil, fmt.Errorf("record of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(tr, body); err != nil {
+		return nil, err
+	}
+	rec := &kvrpb.RaftSnapshotRecord{}
+	if err := proto.Unmarshal(body, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// teeByteReader hashes what it reads.
+type teeByteReader struct {
+	r *bufio.Reader
+	h *xxh3.Hasher
+}
+
+func (t *teeByteReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	_, _ = t.h.Write(p[:n])
+	return n, err
+}
+
+func (t *teeByteReader) ReadByte() (byte, error) {
+	b, err := t.r.ReadByte()
+	if err == nil {
+		_, _ = t.h.Write([]byte{b})
+	}
+	return b, err
+}
+
+var errUnknownRecord = errors.New("unknown snapshot record")
+
+// load replaces the tables and the index with recs. Callers hold mu.
+func (f *FSM) load(recs []*kvrpb.RaftSnapshotRecord) {
+	f.st.Ranks(func(w routing.Worker, _ uint64) bool { f.idx.RemoveWorker(w); return true })
+	f.st.Reset()
+	for _, rec := range recs {
+		switch r := rec.Record.(type) {
+		case *kvrpb.RaftSnapshotRecord_Binding:
+			f.st.PutSession(r.Binding)
+		case *kvrpb.RaftSnapshotRecord_Worker:
+			f.st.PutWorker(r.Worker)
+		case *kvrpb.RaftSnapshotRecord_Rank:
+			f.loadRank(r.Rank)
+		case *kvrpb.RaftSnapshotRecord_Request:
+			f.st.RememberRequest(r.Request.RequestId, r.Request.Result, RememberedRequests)
+		default:
+			f.log.Warn("skipping snapshot record", "err", errUnknownRecord)
+		}
+	}
+}
+
+// loadRank restores one rank into the tables and the index. The index
+// gets one single-block root event per (block, tier): a root block's
+// sequence hash is its local hash, so the sequence hash is carried as the
+// local hash and the index ends up with exactly the same pairs.
+func (f *FSM) loadRank(rs *kvrpb.RaftRankState) {
+	w := routing.Worker{ID: routing.WorkerID(rs.EngineId), Rank: rs.Rank}
+	f.st.SetCursor(w, rs.Cursor)
+	var events []routing.Event
+	for _, o := range rs.Blocks {
+		eh, seq := routing.EngineHash(o.EngineHash), routing.SeqHash(o.SeqHash)
+		f.st.PutBlock(w, eh, seq)
+		f.st.SetTiers(w, seq, uint8(o.Tiers))
+		for t := routing.Tier(0); t < routing.NumTiers; t++ {
+			if o.Tiers&(1<<t) != 0 {
+				events = append(events, routing.Event{
+					Worker: w, Kind: routing.EventStored, Tier: t,
+					Blocks: []routing.StoredBlock{{Engine: eh, Local: routing.LocalHash(seq)}},
+				})
+			}
+		}
+	}
+	if err := f.idx.ReplaceWorker(w, events, rs.Cursor); err != nil {
+		f.log.Warn("rebuilding the index from a snapshot", "worker", w.String(), "err", err)
+	}
+}
