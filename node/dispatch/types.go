@@ -29,7 +29,10 @@ type Request struct {
 	ID string
 	// Model is the requested model name.
 	Model string
-	// Tokens are the prompt's token ids, when known.
+	// Tokens are the prompt's token ids, when known. They are lent for the
+	// Route call only: a Router must not keep them (or the Request) after
+	// Route returns, because the frontend recycles their memory for the
+	// next request once this one is finished.
 	Tokens []uint32
 	// Text is the prompt text, used when Tokens is nil.
 	Text string

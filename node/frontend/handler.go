@@ -58,7 +58,7 @@ func (x *exchange) serve(ctx context.Context) {
 		x.fail(err)
 		return
 	}
-	if x.p, err = parseRequest(body, x.ep, x.s.cfg.MaxPromptTokens); err != nil {
+	if x.p, err = parseRequestPooled(body, x.ep, x.s.cfg.MaxPromptTokens, getTokens()); err != nil {
 		x.fail(err)
 		return
 	}
@@ -171,6 +171,9 @@ func (x *exchange) finish() {
 		x.status = http.StatusOK
 	}
 	x.record()
+	// The token ids were lent to the router for Route only (see
+	// dispatch.Request), and the metrics above were the last reader.
+	x.p.release()
 	x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
 	if x.status >= 500 || x.status == StatusClientClosed {
 		x.span.SetStatus(codes.Error, outcome(x.status))

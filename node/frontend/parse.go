@@ -47,8 +47,12 @@ type parsed struct {
 	// LoRA (kvrouter.lora) and CacheSalt (cache_salt) seed the block hashes.
 	LoRA, CacheSalt string
 
-	hasPrompt       bool
-	extTokens       []uint32
+	hasPrompt bool
+	extTokens []uint32
+	// buf is the pooled buffer the first token array was parsed into
+	// (nil when the parse used none); first is that array.
+	buf             *[]uint32
+	first           []uint32
 	maxTokens       int
 	maxCompletion   int
 	hasMaxCompleted bool
@@ -76,15 +80,52 @@ type parser struct {
 // Errors are *requestError values wrapping ErrInvalidRequest or
 // dispatch.ErrPromptTooLong.
 func parseRequest(body []byte, ep endpoint, limit int) (*parsed, error) {
+	return parseRequestPooled(body, ep, limit, nil)
+}
+
+// parseRequestPooled is parseRequest parsing the first token array of the
+// body into buf, a pooled buffer; the result owns buf even on error, and
+// release gives it back.
+func parseRequestPooled(body []byte, ep endpoint, limit int, buf *[]uint32) (*parsed, error) {
 	ps := &parser{s: scanner{b: body}, ep: ep, limit: limit}
+	ps.p.buf = buf
 	err := ps.s.object(ps.field)
 	if err == nil {
 		err = ps.s.end()
 	}
 	if err != nil {
+		ps.p.release()
 		return nil, ps.wrap(err, "", "the request body must be a JSON object")
 	}
-	return ps.finish()
+	p, err := ps.finish()
+	if err != nil {
+		ps.p.release()
+	}
+	return p, err
+}
+
+// tokens parses a token id array, into the pooled buffer if it is the
+// first array of the body.
+func (ps *parser) tokens() ([]uint32, error) {
+	p := &ps.p
+	if p.buf == nil || p.first != nil {
+		return ps.s.tokenArray(nil, ps.limit)
+	}
+	t, err := ps.s.tokenArray((*p.buf)[:0], ps.limit)
+	if t != nil {
+		p.first = t
+	}
+	return t, err
+}
+
+// release gives the pooled token buffer back; the parsed tokens must no
+// longer be used. Later calls do nothing.
+func (p *parsed) release() {
+	if p == nil || p.buf == nil {
+		return
+	}
+	putTokens(p.buf, p.first)
+	p.buf, p.first = nil, nil
 }
 
 // wrap turns scanner errors into request errors naming param.
@@ -164,7 +205,7 @@ func (ps *parser) extension(key []byte) error {
 	var err error
 	switch string(key) {
 	case "token_ids":
-		ps.p.extTokens, err = s.tokenArray(nil, ps.limit)
+		ps.p.extTokens, err = ps.tokens()
 		if err == nil && len(ps.p.extTokens) == 0 {
 			return badParam("kvrouter.token_ids", "kvrouter.token_ids must not be empty")
 		}

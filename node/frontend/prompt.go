@@ -125,7 +125,7 @@ func (ps *parser) promptArray() error {
 		return badParam("prompt", "prompt must not be empty")
 	case first == '-' || '0' <= first && first <= '9':
 		var err error
-		ps.p.Tokens, err = s.tokenArray(nil, ps.limit)
+		ps.p.Tokens, err = ps.tokens()
 		return err
 	case first == '"':
 		return s.array(ps.promptString)
@@ -153,7 +153,7 @@ func (ps *parser) promptTokens(i int) error {
 		_, err := ps.s.countTokenArray(ps.limit)
 		return err
 	}
-	tokens, err := ps.s.tokenArray(nil, ps.limit)
+	tokens, err := ps.tokens()
 	if err == nil && len(tokens) == 0 {
 		return badParam("prompt", "prompt must not be empty")
 	}

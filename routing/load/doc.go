@@ -17,7 +17,10 @@
 //   - active requests.
 //
 // Guarantees. Loads never go negative and return to exactly zero once every
-// request is freed; a worker with no active request holds no memory. Free is
+// request is freed; a worker with no active request holds no memory (the
+// tracker keeps one emptied, bounded reference-count map to hand to the next
+// worker that becomes active, so that a worker going idle between requests
+// does not rebuild its map every time). Free is
 // idempotent, so a completion racing an expiry or a cancellation is harmless.
 // Potential is exact when the hashes are chained sequence hashes from the
 // first block of the prompt (routing.BlockHashes): then the blocks of a

@@ -50,7 +50,20 @@ type Tracker struct {
 	workers  map[routing.Worker]*workerState
 	requests map[string]*active
 	expired  uint64
+	// spare is the emptied reference-count map of the last worker that
+	// went idle, handed to the next worker that becomes active. A worker
+	// going idle between requests is the common case at moderate load,
+	// and rebuilding a map of a prompt's blocks for every request costs
+	// more than the bookkeeping itself. Only maps that stayed small are
+	// kept (see maxSpareRefs), so the spare bounds the memory held for
+	// idle workers.
+	spare map[routing.SeqHash]int32
 }
+
+// maxSpareRefs is the largest reference-count map, in entries it once
+// held, that is kept as the spare: a map keeps its peak size after its
+// entries are deleted. 64Ki blocks are a few long prompts; about 2 MiB.
+const maxSpareRefs = 64 << 10
 
 // New returns an empty tracker, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Tracker, error) {
@@ -125,7 +138,8 @@ func (t *Tracker) checkPrompt(hashes []routing.SeqHash, isl int) error {
 func (t *Tracker) workerFor(w routing.Worker) *workerState {
 	ws := t.workers[w]
 	if ws == nil {
-		ws = &workerState{}
+		ws = &workerState{refs: t.spare}
+		t.spare = nil
 		t.workers[w] = ws
 	}
 	return ws
@@ -204,6 +218,12 @@ func (t *Tracker) free(id string) bool {
 	ws.activeRequests--
 	if ws.activeRequests == 0 {
 		delete(t.workers, a.worker)
+		// Every block a request added was released by its own Free, so
+		// an idle worker's map is empty; the length check keeps that an
+		// observation rather than an assumption.
+		if len(ws.refs) == 0 && ws.refs != nil && ws.peakRefs <= maxSpareRefs {
+			t.spare = ws.refs
+		}
 	}
 	return true
 }

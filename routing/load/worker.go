@@ -12,6 +12,9 @@ type workerState struct {
 	// that hold the block. It is only filled when KV reuse is assumed; a
 	// block adds to decodeBlocks when its count goes from zero to one.
 	refs map[routing.SeqHash]int32
+	// peakRefs is the most entries refs has held, which is what its memory
+	// stays at.
+	peakRefs int
 }
 
 // addShared books the shared prompt blocks of a request and returns how many
@@ -31,6 +34,7 @@ func (w *workerState) addShared(hashes []routing.SeqHash) int64 {
 		}
 		w.refs[h] = n + 1
 	}
+	w.peakRefs = max(w.peakRefs, len(w.refs))
 	return fresh
 }
 
