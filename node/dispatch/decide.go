@@ -53,7 +53,7 @@ func (d *Dispatcher) selectWorker(sc *scratch, r *Request) (int, error) {
 
 // findCandidate returns the index of w in the sorted candidates, or -1.
 func findCandidate(cands []policy.Candidate, w routing.Worker) int {
-	i, ok := slices.BinarySearchFunc(cands, w, func(c policy.Candidate, w routing.Worker) int { return compareWorkers(c.Info.Worker, w) })
+	i, ok := slices.BinarySearchFunc(cands, w, func(c policy.Candidate, w routing.Worker) int { return c.Info.Worker.Compare(w) })
 	if !ok {
 		return -1
 	}

@@ -17,23 +17,7 @@ const textTokensPerChunk = routing.DefaultTextBlockBytes / TextBytesPerToken
 // matches, so the two merge in one pass and the order does not depend on
 // the registry's.
 func sortCandidates(cs []policy.Candidate) {
-	slices.SortFunc(cs, func(a, b policy.Candidate) int { return compareWorkers(a.Info.Worker, b.Info.Worker) })
-}
-
-// compareWorkers orders workers by engine id, then rank.
-func compareWorkers(a, b routing.Worker) int {
-	switch {
-	case a.ID != b.ID:
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
-	case a.Rank < b.Rank:
-		return -1
-	case a.Rank > b.Rank:
-		return 1
-	}
-	return 0
+	slices.SortFunc(cs, func(a, b policy.Candidate) int { return a.Info.Worker.Compare(b.Info.Worker) })
 }
 
 // match finds every worker's cached prefix into sc.matches: token hashes
@@ -66,7 +50,7 @@ func assignOverlaps(cands []policy.Candidate, matches []routing.Match) {
 	j := 0
 	for i := range cands {
 		w := cands[i].Info.Worker
-		for j < len(matches) && compareWorkers(matches[j].Worker, w) < 0 {
+		for j < len(matches) && matches[j].Worker.Compare(w) < 0 {
 			j++
 		}
 		if j < len(matches) && matches[j].Worker == w {
