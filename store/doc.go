@@ -1,0 +1,70 @@
+// Package store is the durable storage under the router's raft group: the
+// raft log and stable store, and the FSM's tables, each on its own Pebble v2
+// instance, plus the FSM's logical snapshot format.
+//
+// # Guarantees
+//
+// LogStore implements raft.LogStore and raft.StableStore. StoreLogs, Set,
+// SetUint64 and DeleteRange commit with pebble.Sync, so what raft
+// acknowledges survives a crash. A missing stable key yields an error whose
+// text is exactly "not found" and a missing entry yields raft.ErrLogNotFound,
+// the values raft compares against. FirstIndex and LastIndex are found by
+// bounded iteration and tolerate gaps (the store is deliberately not a
+// raft.MonotonicLogStore). DeleteRange treats min > max as a no-op and
+// handles max == MaxUint64 without overflow. Returned values are copies.
+//
+// FSMStore holds four tables (ownership, workers, cursors, sessions) and a
+// meta table. Writes go through a Batch that commits atomically with the
+// applied raft index and term, without a WAL sync: the raft log replays
+// them after a crash, and because the index shares the batch, the stored
+// applied index never runs ahead of the data it covers. Sync and Snapshot
+// sync the WAL so nothing raft may compact away is lost.
+//
+// Snapshots are logical (see snapformat.go): a checksummed header with the
+// format version, applied index and term; typed, length-prefixed records;
+// a trailer with per-table counts and an xxh3-64 checksum of the stream.
+// Restore loads into a fresh generation directory, verifies everything,
+// flushes, and only then swaps it in by renaming the LIVE file; on any
+// error the live state is untouched and a malformed stream is ErrCorrupt.
+//
+// # Key layout
+//
+// Every key starts with a one-byte table prefix, so each table is the range
+// [p, p+1) and every iterator carries both bounds. Integers are big-endian
+// so byte order is numeric order. Raft log instance:
+//
+//	'l' ‖ BE64 index                              → raft.Log (logcodec.go)
+//	's' ‖ key                                     → stable value (uint64s as BE64)
+//
+// FSM instance (one directory per generation, named by <Dir>/LIVE):
+//
+//	'c' ‖ BE64 worker ‖ BE32 rank                 → BE64 last applied event id
+//	'm' 'a'                                       → BE64 applied index ‖ BE64 term
+//	'm' 'v'                                       → BE32 FSM format version
+//	'o' ‖ BE64 worker ‖ BE32 rank ‖ BE64 seq hash → 1 byte TierMask
+//	's' ‖ session or group key (UTF-8)            → Session record (records.go)
+//	'w' ‖ BE64 worker                             → opaque engine card
+//
+// Ownership is keyed worker first, not block first: an engine's "all blocks
+// cleared" event and a worker's removal become one range tombstone, and
+// consecutive keys share a 13-byte prefix that Pebble's block compression
+// removes. Block-to-engines lookups are served by the in-memory index that
+// ScanOwners rebuilds on restart, never by this table.
+//
+// # Refusals
+//
+// The store does not interpret commands, engine cards or session policy,
+// does not read clocks (deadlines arrive as Unix nanoseconds), does not
+// answer "which engines hold block h", and does not accept a batch whose
+// applied index does not advance.
+//
+// # Concurrency
+//
+// LogStore and FSMStore are safe for concurrent use; Close waits for
+// in-flight calls and later calls return ErrClosed. Batch commits are
+// serialised and must be issued in index order (raft's FSM goroutine does
+// this). A Batch belongs to one goroutine. Scan callbacks run under a
+// shared lock and must not call Restore or Close. A Snapshot may be
+// persisted while commits and a Restore proceed; it pins its Pebble
+// instance until Release.
+package store

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The one-byte key prefixes. The raft log instance uses prefixLog and
+// prefixStable; the FSM instance uses the table prefixes. Each prefix's
+// exclusive upper bound is the next byte value, so every iterator is bounded
+// by [p, p+1).
+const (
+	prefixLog    byte = 'l'
+	prefixStable byte = 's'
+
+	tableCursor  byte = 'c'
+	tableMeta    byte = 'm'
+	tableOwner   byte = 'o'
+	tableSession byte = 's'
+	tableWorker  byte = 'w'
+)
+
+// Fixed key lengths, prefix included.
+const (
+	logKeyLen    = 1 + 8
+	ownerKeyLen  = 1 + 8 + 4 + 8
+	cursorKeyLen = 1 + 8 + 4
+	workerKeyLen = 1 + 8
+)
+
+// The meta keys. metaApplied holds the applied index and term together so
+// that one key, written in the same batch as the data, describes the data.
+var (
+	metaApplied = []byte{tableMeta, 'a'}
+	metaVersion = []byte{tableMeta, 'v'}
+)
+
+// prefixBounds returns the bounds [p, p+1) of a one-byte prefix.
+func prefixBounds(p byte) (lower, upper []byte) {
+	return []byte{p}, []byte{p + 1}
+}
+
+// logKey encodes 'l' ‖ BE64(index); big-endian makes byte order equal
+// numeric order, so iteration walks the log in index order.
+func logKey(index uint64) []byte {
+	k := make([]byte, logKeyLen)
+	k[0] = prefixLog
+	binary.BigEndian.PutUint64(k[1:], index)
+	return k
+}
+
+// parseLogKey decodes a log key; a wrong length is corruption.
+func parseLogKey(k []byte) (uint64, error) {
+	if len(k) != logKeyLen || k[0] != prefixLog {
+		return 0, fmt.Errorf("%w: log key %x", ErrCorrupt, k)
+	}
+	return binary.BigEndian.Uint64(k[1:]), nil
+}
+
+// stableKey encodes 's' ‖ key.
+func stableKey(key []byte) []byte {
+	return append([]byte{prefixStable}, key...)
+}
+
+// ownerKey encodes 'o' ‖ BE64(worker) ‖ BE32(rank) ‖ BE64(hash). The worker
+// comes first so that all blocks of one rank are one contiguous range.
+func ownerKey(worker uint64, rank uint32, hash uint64) []byte {
+	k := make([]byte, ownerKeyLen)
+	k[0] = tableOwner
+	putWorkerRank(k[1:], worker, rank)
+	binary.BigEndian.PutUint64(k[13:], hash)
+	return k
+}
+
+// ownerRange returns the bounds of every owner key of one rank.
+func ownerRange(worker uint64, rank uint32) (lower, upper []byte) {
+	lower = make([]byte, cursorKeyLen)
+	lower[0] = tableOwner
+	putWorkerRank(lower[1:], worker, rank)
+	return lower, successor(lower)
+}
+
+// cursorKey encodes 'c' ‖ BE64(worker) ‖ BE32(rank).
+func cursorKey(worker uint64, rank uint32) []byte {
+	k := make([]byte, cursorKeyLen)
+	k[0] = tableCursor
+	putWorkerRank(k[1:], worker, rank)
+	return k
+}
+
+// workerKey encodes 'w' ‖ BE64(worker).
+func workerKey(worker uint64) []byte {
+	k := make([]byte, workerKeyLen)
+	k[0] = tableWorker
+	binary.BigEndian.PutUint64(k[1:], worker)
+	return k
+}
+
+// sessionKey encodes 's' ‖ key bytes.
+func sessionKey(key string) []byte {
+	return append([]byte{tableSession}, key...)
+}
+
+// putWorkerRank writes BE64(worker) ‖ BE32(rank) into the first 12 bytes.
+func putWorkerRank(dst []byte, worker uint64, rank uint32) {
+	binary.BigEndian.PutUint64(dst, worker)
+	binary.BigEndian.PutUint32(dst[8:], rank)
+}
+
+// successor returns the smallest key greater than every key that starts with
+// p, or nil when p is all 0xff bytes (no upper bound exists).
+func successor(p []byte) []byte {
+	s := append([]byte(nil), p...)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != 0xff {
+			s[i]++
+			return s[:i+1]
+		}
+	}
+	return nil
+}
