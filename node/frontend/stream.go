@@ -145,7 +145,10 @@ func (x *exchange) clientGone(err error) error {
 // [DONE] is success; anything else is reported to the client as an error
 // event (the status line is long gone), unless the client itself left.
 func (x *exchange) streamEnded(err error) error {
-	if errors.Is(err, io.EOF) && x.obs.sawDone && !x.obs.streamError {
+	// Once [DONE] has reached the client the answer is complete: a client
+	// that closes right after it cancels the request context, and the
+	// engine read then fails with that cancellation, not io.EOF.
+	if x.obs.sawDone && !x.obs.streamError {
 		return nil
 	}
 	if cerr := x.r.Context().Err(); cerr != nil {
