@@ -44,33 +44,85 @@ func (n *Node) applyBytes(ctx context.Context, data []byte, forwarded bool) (*kv
 	return n.forward(ctx, data)
 }
 
-// applyLocal validates, stamps and proposes a command on the leader. The
-// leader re-validates forwarded bytes because an entry the FSM cannot
-// decode would halt every node.
+// applyLocal validates, stamps and proposes a command on the leader, and
+// waits for the FSM's result.
 func (n *Node) applyLocal(ctx context.Context, data []byte) (*kvrpb.RaftResult, error) {
+	wait, err := n.proposeLocal(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// proposeLocal decodes a command for proposeMessage. The leader
+// re-validates forwarded bytes because an entry the FSM cannot decode
+// would halt every node.
+func (n *Node) proposeLocal(ctx context.Context, data []byte) (func() (*kvrpb.RaftResult, error), error) {
 	d, err := decode(data)
 	if err != nil || d.skip {
 		return nil, fmt.Errorf("%w: not a known command", ErrBadCommand)
 	}
-	s := commands[d.t]
-	if err := s.validate(d.m); err != nil {
+	return n.proposeMessage(ctx, d.t, d.m)
+}
+
+// proposeMessage validates, stamps (in place), encodes and enqueues a
+// command of type t on the leader, and returns a function that waits for
+// its result. raft.Apply hands the entry to raft's apply queue before it
+// returns, so the entries one goroutine proposes are logged in call order
+// even when nobody waits in between.
+func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (func() (*kvrpb.RaftResult, error), error) {
+	s := commands[t]
+	if err := s.validate(m); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadCommand, s.name, err)
 	}
 	if s.needsReady && !n.ready.Load() {
 		return nil, ErrNotReady
 	}
-	s.stamp(d.m, n.cfg.Now().UnixNano())
-	if data, err = encodeTyped(d.t, d.m); err != nil {
+	s.stamp(m, n.cfg.Now().UnixNano())
+	data, err := encodeTyped(t, m)
+	if err != nil {
 		return nil, err
 	}
 	if len(data) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}
 	f := n.raft.Apply(data, n.timeout(ctx))
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, s.name, err)
+	return func() (*kvrpb.RaftResult, error) {
+		if err := f.Error(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, s.name, err)
+		}
+		return unwrapResponse(f.Response())
+	}, nil
+}
+
+// propose is Apply split in two: it proposes m and returns a function that
+// waits for the result. On the leader m is validated, stamped in place and
+// encoded once, with no round trip through bytes, and the entry is
+// enqueued before propose returns, so successive proposals from one
+// goroutine keep their order and may be in flight together. A follower
+// forwards synchronously (concurrent forwarded calls could reach the
+// leader reordered), so its proposals complete one at a time. The caller
+// must not use m afterwards.
+func (n *Node) propose(ctx context.Context, m proto.Message) (func() (*kvrpb.RaftResult, error), error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
 	}
-	return unwrapResponse(f.Response())
+	if n.IsLeader() {
+		t, ok := typeOf[m.ProtoReflect().Descriptor().FullName()]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s is not a command", ErrBadCommand, m.ProtoReflect().Descriptor().FullName())
+		}
+		return n.proposeMessage(ctx, t, m)
+	}
+	data, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > n.cfg.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
+	}
+	r, err := n.forward(ctx, data)
+	return func() (*kvrpb.RaftResult, error) { return r, err }, nil
 }
 
 // timeout is ApplyTimeout, or less when ctx ends sooner.

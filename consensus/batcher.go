@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,16 @@ type BatcherConfig struct {
 	EntryBytes int
 	// BacklogBytes bounds the pending events (default 16 entries).
 	BacklogBytes int
+	// InFlight bounds the entries proposed and not yet applied (default
+	// 4). Waiting for each entry before proposing the next caps throughput
+	// at one entry per commit round trip plus apply, while the CPU idles;
+	// a few entries in flight keep the log and every FSM busy. The bound
+	// keeps the apply queue, and so the event-to-visible lag, short.
+	InFlight int
 }
+
+// DefaultBatcherInFlight is BatcherConfig.InFlight's default.
+const DefaultBatcherInFlight = 4
 
 // Batcher coalesces the KV event batches of many workers into
 // RaftKVEvents entries. Any node may run one: a follower's entries are
@@ -59,6 +69,9 @@ func NewBatcher(n *Node, cfg BatcherConfig) *Batcher {
 	if cfg.BacklogBytes <= 0 {
 		cfg.BacklogBytes = 16 * cfg.EntryBytes
 	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = DefaultBatcherInFlight
+	}
 	return &Batcher{n: n, cfg: cfg, wake: make(chan struct{}, 1)}
 }
 
@@ -87,9 +100,20 @@ func (b *Batcher) Add(batch *kvrpb.KVEventBatch) error {
 	return nil
 }
 
-// Run flushes every Interval, or sooner when an entry's worth is pending,
-// until ctx ends.
+// Run proposes every Interval, or sooner when an entry's worth is
+// pending, until ctx ends; it does not wait for one flush's entries to
+// apply before proposing the next, but keeps at most InFlight entries
+// outstanding. Errors are logged: a failed entry's batches are dropped
+// (see Flush). Run returns once ctx ended and its outstanding entries
+// resolved (applied, or failed by a leadership change or shutdown).
 func (b *Batcher) Run(ctx context.Context) {
+	p := newPipe(b.cfg.InFlight)
+	go p.collect(func(err error) {
+		if ctx.Err() == nil {
+			b.n.log.Warn("proposing KV events", "err", err)
+		}
+	})
+	defer p.close()
 	t := time.NewTicker(b.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -99,33 +123,56 @@ func (b *Batcher) Run(ctx context.Context) {
 		case <-t.C:
 		case <-b.wake:
 		}
-		if _, err := b.Flush(ctx); err != nil && ctx.Err() == nil {
+		b.flushMu.Lock()
+		err := b.proposeAll(ctx, b.take(), p)
+		b.flushMu.Unlock()
+		if err != nil && ctx.Err() == nil {
 			b.n.log.Warn("proposing KV events", "err", err)
 		}
 	}
 }
 
-// Flush proposes the pending batches, an entry at a time, and returns how
-// many batches committed. A failed entry's batches are dropped: events
-// are self-healing (the worker's cursor stays, and the next batch shows a
-// gap that triggers a resync), while retrying could reorder them.
+// Flush proposes the pending batches, with up to InFlight entries in
+// flight, waits for them and returns how many batches committed. A failed
+// entry's batches are dropped: events are self-healing (the worker's
+// cursor stays, and the next batch shows a gap that triggers a resync),
+// while retrying could reorder them. The first error is returned.
 func (b *Batcher) Flush(ctx context.Context) (int, error) {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
+	q := &waitQueue{max: b.cfg.InFlight}
+	err := b.proposeAll(ctx, b.take(), q)
+	q.drain()
+	return q.done, cmp.Or(q.err, err)
+}
+
+// take removes and returns the pending batches.
+func (b *Batcher) take() []*kvrpb.KVEventBatch {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	all := b.pending
 	b.pending, b.bytes = nil, 0
-	b.mu.Unlock()
-	done := 0
+	return all
+}
+
+// proposeAll proposes all as entries, in order, each after s admitted it
+// (s bounds the entries in flight). It stops at the first entry that
+// cannot be admitted or proposed; the rest are dropped.
+func (b *Batcher) proposeAll(ctx context.Context, all []*kvrpb.KVEventBatch, s sink) error {
 	for len(all) > 0 {
-		n := b.entry(all)
-		if _, err := b.n.Apply(ctx, &kvrpb.RaftKVEvents{Batches: all[:n]}); err != nil {
-			return done, err
+		if err := s.admit(ctx); err != nil {
+			return err
 		}
-		done += n
+		n := b.entry(all)
+		wait, err := b.n.propose(ctx, &kvrpb.RaftKVEvents{Batches: all[:n]})
+		if err != nil {
+			s.release()
+			return err
+		}
+		s.push(proposal{batches: n, wait: wait})
 		all = all[n:]
 	}
-	return done, nil
+	return nil
 }
 
 // entry returns how many leading batches fit one entry (at least one).

@@ -68,3 +68,18 @@ func TestSessionsConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitTimeoutDefault checks the commit timeout default, which bounds
+// how late followers learn a burst's last entry committed.
+func TestCommitTimeoutDefault(t *testing.T) {
+	c := Config{NodeID: "a"}
+	c.EnsureDefaults()
+	if c.CommitTimeout != DefaultCommitTimeout || c.raftConfig().CommitTimeout != DefaultCommitTimeout {
+		t.Fatalf("commit timeout %v, raft's %v; want %v", c.CommitTimeout, c.raftConfig().CommitTimeout, DefaultCommitTimeout)
+	}
+	c = Config{NodeID: "a", CommitTimeout: time.Second}
+	c.EnsureDefaults()
+	if c.CommitTimeout != time.Second {
+		t.Fatalf("explicit commit timeout replaced by %v", c.CommitTimeout)
+	}
+}

@@ -29,6 +29,17 @@
 //   - KV events are coalesced by Batcher into RaftKVEvents entries; the FSM
 //     applies them to its ownership tables and cursors and to an in-memory
 //     routing/index.Exact on every node, with the index's cursor rules.
+//     On the leader the Batcher keeps up to BatcherConfig.InFlight entries
+//     proposed and unapplied: raft.Apply enqueues before it returns, so
+//     entries proposed from one goroutine keep their order without
+//     waiting for each other. A follower's batcher forwards one entry at
+//     a time, since concurrent forwarded calls could reach the leader out
+//     of order and a reordered rank batch is a gap.
+//   - Followers learn that an entry committed from the leader's next
+//     append; when a burst ends that is the idle append sent after 1-2
+//     CommitTimeouts, so CommitTimeout defaults to 5 ms (not raft's 50
+//     ms), keeping a KV event's lag to every node's index within its 50
+//     ms budget.
 //   - FSM.StateHash is an XXH3-64 of a canonical encoding of every table;
 //     nodes of one build at the same applied index report the same hash.
 //   - The write path (Node.Apply) is encode → size check → raft.Apply with
@@ -60,7 +71,8 @@
 // goroutine has an owner: Node.Shutdown stops the leadership watcher and
 // leader loop, then raft, then closes forwarding connections and a
 // transport the node built; Sessions.Close stops its keep-alive loop;
-// Batcher.Run ends with its context. In one process hosting several nodes
+// Batcher.Run ends with its context, once its outstanding entries resolved
+// (applied, or failed by a leadership change or raft's shutdown). In one process hosting several nodes
 // (tests), shut every raft down before closing the shared transports, or
 // peers' connection handlers outlive them.
 package consensus

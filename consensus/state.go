@@ -82,6 +82,13 @@ type MemState struct {
 	// order holds the remembered ids oldest first, from head on.
 	order []string
 	head  int
+	// last and lastRank cache the rank written last: a KV-events entry
+	// applies runs of one rank's events, each touching the rank's tables
+	// several times per block, and hashing the Worker key for every
+	// touch cost more than the table operations themselves. Only writers
+	// set the cache, so readers under the FSM's read lock never write.
+	last     routing.Worker
+	lastRank *rankState
 }
 
 // rankState is one rank's cursor and blocks.
@@ -107,4 +114,5 @@ func (s *MemState) Reset() {
 	s.ranks = make(map[routing.Worker]*rankState)
 	s.reqs = make(map[string]*kvrpb.RaftResult)
 	s.order, s.head = nil, 0
+	s.lastRank = nil
 }

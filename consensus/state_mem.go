@@ -54,22 +54,33 @@ func (s *MemState) Workers(fn func(*kvrpb.RaftWorkerRecord) bool) {
 	}
 }
 
+// find returns w's state, if any, through the cache.
+func (s *MemState) find(w routing.Worker) (*rankState, bool) {
+	if s.lastRank != nil && s.last == w {
+		return s.lastRank, true
+	}
+	r, ok := s.ranks[w]
+	return r, ok
+}
+
 // Cursor implements State.
 func (s *MemState) Cursor(w routing.Worker) (uint64, bool) {
-	r, ok := s.ranks[w]
+	r, ok := s.find(w)
 	if !ok {
 		return 0, false
 	}
 	return r.cursor, true
 }
 
-// rank returns w's state, creating it.
+// rank returns w's state, creating it, and caches it. Only writers call
+// it.
 func (s *MemState) rank(w routing.Worker) *rankState {
-	r, ok := s.ranks[w]
+	r, ok := s.find(w)
 	if !ok {
 		r = &rankState{blocks: make(map[routing.EngineHash]routing.SeqHash), tiers: make(map[routing.SeqHash]uint8)}
 		s.ranks[w] = r
 	}
+	s.last, s.lastRank = w, r
 	return r
 }
 
@@ -78,7 +89,7 @@ func (s *MemState) SetCursor(w routing.Worker, id uint64) { s.rank(w).cursor = i
 
 // Block implements State.
 func (s *MemState) Block(w routing.Worker, eh routing.EngineHash) (routing.SeqHash, bool) {
-	r, ok := s.ranks[w]
+	r, ok := s.find(w)
 	if !ok {
 		return 0, false
 	}
@@ -93,14 +104,14 @@ func (s *MemState) PutBlock(w routing.Worker, eh routing.EngineHash, seq routing
 
 // DeleteBlock implements State.
 func (s *MemState) DeleteBlock(w routing.Worker, eh routing.EngineHash) {
-	if r, ok := s.ranks[w]; ok {
+	if r, ok := s.find(w); ok {
 		delete(r.blocks, eh)
 	}
 }
 
 // Tiers implements State.
 func (s *MemState) Tiers(w routing.Worker, seq routing.SeqHash) uint8 {
-	if r, ok := s.ranks[w]; ok {
+	if r, ok := s.find(w); ok {
 		return r.tiers[seq]
 	}
 	return 0
@@ -109,7 +120,7 @@ func (s *MemState) Tiers(w routing.Worker, seq routing.SeqHash) uint8 {
 // SetTiers implements State.
 func (s *MemState) SetTiers(w routing.Worker, seq routing.SeqHash, tiers uint8) {
 	if tiers == 0 {
-		if r, ok := s.ranks[w]; ok {
+		if r, ok := s.find(w); ok {
 			delete(r.tiers, seq)
 		}
 		return
@@ -119,14 +130,19 @@ func (s *MemState) SetTiers(w routing.Worker, seq routing.SeqHash, tiers uint8) 
 
 // ClearRank implements State.
 func (s *MemState) ClearRank(w routing.Worker) {
-	if r, ok := s.ranks[w]; ok {
+	if r, ok := s.find(w); ok {
 		clear(r.blocks)
 		clear(r.tiers)
 	}
 }
 
 // DropRank implements State.
-func (s *MemState) DropRank(w routing.Worker) { delete(s.ranks, w) }
+func (s *MemState) DropRank(w routing.Worker) {
+	delete(s.ranks, w)
+	if s.last == w {
+		s.lastRank = nil
+	}
+}
 
 // Ranks implements State.
 func (s *MemState) Ranks(fn func(routing.Worker, uint64) bool) {
