@@ -13,8 +13,8 @@
 // raft.MonotonicLogStore). DeleteRange treats min > max as a no-op and
 // handles max == MaxUint64 without overflow. Returned values are copies.
 //
-// FSMStore holds four tables (ownership, workers, cursors, sessions) and a
-// meta table. Writes go through a Batch that commits atomically with the
+// FSMStore holds six tables (ownership, workers, cursors, sessions, engine
+// block ids, remembered requests) and a meta table. Writes go through a Batch that commits atomically with the
 // applied raft index and term, without a WAL sync: the raft log replays
 // them after a crash, and because the index shares the batch, the stored
 // applied index never runs ahead of the data it covers. Sync and Snapshot
@@ -26,6 +26,8 @@
 // Restore loads into a fresh generation directory, verifies everything,
 // flushes, and only then swaps it in by renaming the LIVE file; on any
 // error the live state is untouched and a malformed stream is ErrCorrupt.
+// Snapshots are written in format version 2; restore also reads version 1
+// streams, which predate the engine block and request tables.
 //
 // # Key layout
 //
@@ -39,9 +41,12 @@
 // FSM instance (one directory per generation, named by <Dir>/LIVE):
 //
 //	'c' ‖ BE64 worker ‖ BE32 rank                 → BE64 last applied event id
+//	'e' ‖ BE64 worker ‖ BE32 rank ‖ BE64 eng hash → BE64 seq hash
 //	'm' 'a'                                       → BE64 applied index ‖ BE64 term
 //	'm' 'v'                                       → BE32 FSM format version
 //	'o' ‖ BE64 worker ‖ BE32 rank ‖ BE64 seq hash → 1 byte TierMask
+//	'q' ‖ request id (1..MaxRequestIDBytes)       → BE64 FIFO sequence
+//	'r' ‖ BE64 FIFO sequence                      → Request record (requests.go)
 //	's' ‖ session or group key (UTF-8)            → Session record (records.go)
 //	'w' ‖ BE64 worker                             → opaque engine card
 //
@@ -49,7 +54,14 @@
 // cleared" event and a worker's removal become one range tombstone, and
 // consecutive keys share a 13-byte prefix that Pebble's block compression
 // removes. Block-to-engines lookups are served by the in-memory index that
-// ScanOwners rebuilds on restart, never by this table.
+// ScanOwners rebuilds on restart, never by this table. The engine block
+// table ('e') uses the same layout for the same reasons.
+//
+// Remembered requests are a FIFO keyed by a caller-assigned, increasing
+// sequence ('r'), so the oldest row is the first key and eviction is a
+// point delete; 'q' maps a request id to its sequence for lookups. Both
+// keys are written and deleted together in one batch. Snapshots stream
+// only 'r' and restore rebuilds 'q' from it.
 //
 // # Refusals
 //

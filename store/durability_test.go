@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -46,7 +47,12 @@ func fillIndex(b *Batch, i uint64) {
 	b.PutOwner(i, 0, i*31, 1)
 	b.PutCursor(1, 0, i)
 	b.PutWorker(i, make([]byte, 2048))
+	b.PutEngineBlock(i, 0, i*7, i*31)
+	b.PutRequest(i, requestIDOf(i), []byte("done"))
 }
+
+// requestIDOf names the request batch i of the crash test remembers.
+func requestIDOf(i uint64) string { return "req-" + strconv.FormatUint(i, 10) }
 
 // TestFSMAppliedNeverAheadOfData commits batches, syncs after the first
 // synced of them, commits more without a sync, crashes keeping a random
@@ -97,6 +103,29 @@ func assertPrefixState(t *testing.T, r *FSMStore, applied uint64) {
 		if o.Worker != uint64(i+1) {
 			t.Fatalf("row %d is worker %d: state is not a prefix", i, o.Worker)
 		}
+	}
+	assertPrefixNewTables(t, r, applied)
+}
+
+// assertPrefixNewTables checks the engine block and request tables of
+// assertPrefixState: one row per batch, in batch order, and the newest
+// request reachable by id.
+func assertPrefixNewTables(t *testing.T, r *FSMStore, applied uint64) {
+	t.Helper()
+	eng, reqs := engineRows(t, r), requestRows(t, r)
+	if uint64(len(eng)) != applied || uint64(len(reqs)) != applied {
+		t.Fatalf("%d engine rows, %d requests with applied index %d", len(eng), len(reqs), applied)
+	}
+	for i := range eng {
+		if n := uint64(i + 1); eng[i].Worker != n || reqs[i].Seq != n || reqs[i].ID != requestIDOf(n) {
+			t.Fatalf("row %d is engine %+v, request %+v: state is not a prefix", i, eng[i], reqs[i])
+		}
+	}
+	if applied == 0 {
+		return
+	}
+	if got, err := r.Request(requestIDOf(applied)); err != nil || got.Seq != applied {
+		t.Fatalf("Request(%q) = %+v, %v", requestIDOf(applied), got, err)
 	}
 }
 

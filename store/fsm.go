@@ -8,8 +8,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// FSMStore is the FSM's durable state: the ownership, worker, cursor and
-// session tables plus the applied index, in a Pebble instance separate from
+// FSMStore is the FSM's durable state: the ownership, worker, cursor,
+// session, engine block and remembered-request tables plus the applied index, in a Pebble instance separate from
 // the raft log. Writes skip the WAL sync because the raft log replays them;
 // the applied index is written in the same batch as the data it covers.
 type FSMStore struct {

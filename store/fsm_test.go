@@ -149,7 +149,11 @@ func TestFSMReopenKeepsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, 4, func(b *Batch) { b.PutWorker(3, []byte("w3")) })
+	commit(t, s, 4, func(b *Batch) {
+		b.PutWorker(3, []byte("w3"))
+		b.PutEngineBlock(3, 1, 0xE, 0x5)
+		b.PutRequest(8, "r8", []byte("res"))
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +169,12 @@ func TestFSMReopenKeepsState(t *testing.T) {
 	}
 	if w, err := s2.Worker(3); err != nil || !bytes.Equal(w, []byte("w3")) {
 		t.Fatalf("Worker after reopen = %q, %v", w, err)
+	}
+	if seq, err := s2.EngineBlock(3, 1, 0xE); err != nil || seq != 0x5 {
+		t.Fatalf("EngineBlock after reopen = %x, %v", seq, err)
+	}
+	if r, err := s2.Request("r8"); err != nil || r.Seq != 8 || string(r.Result) != "res" {
+		t.Fatalf("Request after reopen = %+v, %v", r, err)
 	}
 }
 

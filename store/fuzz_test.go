@@ -19,6 +19,11 @@ func FuzzRestore(f *testing.F) {
 		b.PutWorker(1, []byte("c"))
 		b.PutSession(Session{Key: "k", DC: "d"})
 	})
+	f.Add(asV1(snapshotBytes(f, src)))
+	commit(f, src, 10, func(b *Batch) {
+		b.PutEngineBlock(1, 0, 4, 2)
+		b.PutRequest(5, "r", []byte("x"))
+	})
 	f.Add(snapshotBytes(f, src))
 	f.Add([]byte{})
 	live := openFSM(f, vfs.NewMem())

@@ -13,11 +13,14 @@ const (
 	prefixLog    byte = 'l'
 	prefixStable byte = 's'
 
-	tableCursor  byte = 'c'
-	tableMeta    byte = 'm'
-	tableOwner   byte = 'o'
-	tableSession byte = 's'
-	tableWorker  byte = 'w'
+	tableCursor     byte = 'c'
+	tableEngine     byte = 'e'
+	tableMeta       byte = 'm'
+	tableOwner      byte = 'o'
+	tableRequestID  byte = 'q'
+	tableRequestSeq byte = 'r'
+	tableSession    byte = 's'
+	tableWorker     byte = 'w'
 )
 
 // Fixed key lengths, prefix included.
@@ -26,6 +29,8 @@ const (
 	ownerKeyLen  = 1 + 8 + 4 + 8
 	cursorKeyLen = 1 + 8 + 4
 	workerKeyLen = 1 + 8
+	engineKeyLen = 1 + 8 + 4 + 8
+	reqSeqKeyLen = 1 + 8
 )
 
 // The meta keys. metaApplied holds the applied index and term together so
@@ -99,6 +104,37 @@ func workerKey(worker uint64) []byte {
 // sessionKey encodes 's' ‖ key bytes.
 func sessionKey(key string) []byte {
 	return append([]byte{tableSession}, key...)
+}
+
+// engineKey encodes 'e' ‖ BE64(worker) ‖ BE32(rank) ‖ BE64(engine hash),
+// laid out like ownerKey so a rank's and a worker's ids are contiguous.
+func engineKey(worker uint64, rank uint32, engineHash uint64) []byte {
+	k := make([]byte, engineKeyLen)
+	k[0] = tableEngine
+	putWorkerRank(k[1:], worker, rank)
+	binary.BigEndian.PutUint64(k[13:], engineHash)
+	return k
+}
+
+// engineRange returns the bounds of every engine block key of one rank.
+func engineRange(worker uint64, rank uint32) (lower, upper []byte) {
+	lower = make([]byte, cursorKeyLen)
+	lower[0] = tableEngine
+	putWorkerRank(lower[1:], worker, rank)
+	return lower, successor(lower)
+}
+
+// requestSeqKey encodes 'r' ‖ BE64(seq); byte order is insertion order.
+func requestSeqKey(seq uint64) []byte {
+	k := make([]byte, reqSeqKeyLen)
+	k[0] = tableRequestSeq
+	binary.BigEndian.PutUint64(k[1:], seq)
+	return k
+}
+
+// requestIDKey encodes 'q' ‖ request id bytes.
+func requestIDKey(id string) []byte {
+	return append([]byte{tableRequestID}, id...)
 }
 
 // putWorkerRank writes BE64(worker) ‖ BE32(rank) into the first 12 bytes.

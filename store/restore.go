@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -91,7 +92,7 @@ func load(g *generation, r io.Reader) error {
 
 // loadRecord reads, validates and stages one record.
 func loadRecord(sr *snapReader, b *pebble.Batch, tag byte, counts *[len(snapTables)]uint64) error {
-	i := tableIndex(tag)
+	i := sr.streamTable(tag)
 	if i < 0 {
 		return fmt.Errorf("%w: snapshot record tag 0x%02x", ErrCorrupt, tag)
 	}
@@ -108,7 +109,24 @@ func loadRecord(sr *snapReader, b *pebble.Batch, tag byte, counts *[len(snapTabl
 		return err
 	}
 	counts[i]++
-	return b.Set(key, v, nil)
+	if err := b.Set(key, v, nil); err != nil {
+		return err
+	}
+	return indexRow(b, key, v)
+}
+
+// indexRow stages the derived rows of a restored row: a request's lookup
+// key. Rows arrive in FIFO order, so a repeated id ends up naming its
+// newest row, as PutRequest leaves it.
+func indexRow(b *pebble.Batch, k, v []byte) error {
+	if k[0] != tableRequestSeq {
+		return nil
+	}
+	r, err := decodeRequest(k, v)
+	if err != nil {
+		return err
+	}
+	return b.Set(requestIDKey(r.ID), binary.BigEndian.AppendUint64(nil, r.Seq), nil)
 }
 
 // validateRow decodes a row with its table's decoder, so a restore refuses
@@ -124,6 +142,10 @@ func validateRow(k, v []byte) error {
 		_, err = decodeWorker(k, v)
 	case tableSession:
 		_, err = decodeSessionRow(k, v)
+	case tableEngine:
+		_, err = decodeEngineBlock(k, v)
+	case tableRequestSeq:
+		_, err = decodeRequest(k, v)
 	}
 	return err
 }

@@ -20,10 +20,24 @@ import (
 // The key is the table key without its prefix byte. The header has its own
 // checksum so a damaged version field reads as corruption, not as a newer
 // format.
+//
+// Version 2 added the engine block table ('e') and the remembered-request
+// FIFO ('r'), appended to snapTables so that a version 1 stream is exactly
+// a version 2 stream restricted to the first four tables: restore still
+// reads it (the new tables come back empty). The request lookup table
+// ('q') is not streamed: restore rebuilds it from the 'r' rows, so a
+// snapshot cannot carry a lookup that disagrees with its FIFO.
 var snapMagic = [8]byte{'K', 'V', 'R', 'F', 'S', 'M', 'S', 'N'}
 
 // snapVersion is the current snapshot format version.
-const snapVersion uint32 = 1
+const snapVersion uint32 = 2
+
+// snapVersionV1 is the oldest version restore reads; its streams carry
+// only the first snapTablesV1 tables of snapTables.
+const (
+	snapVersionV1 uint32 = 1
+	snapTablesV1         = 4
+)
 
 // snapEnd tags the trailer; it is no table prefix.
 const snapEnd byte = 0x00
@@ -32,7 +46,9 @@ const snapEnd byte = 0x00
 const snapHeaderLen = 8 + 4 + 8 + 8 + 8
 
 // snapTables lists the tables a snapshot carries, in stream order.
-var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker}
+// New tables are appended, never inserted, so that older versions'
+// trailers are a prefix of the current one.
+var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, tableEngine, tableRequestSeq}
 
 // maxSnapValueBytes bounds a record value on read, so a damaged length
 // prefix cannot trigger a huge allocation.
@@ -41,6 +57,12 @@ const maxSnapValueBytes = MaxCardBytes
 // tableIndex returns the position of a table in snapTables, or -1.
 func tableIndex(t byte) int {
 	return bytes.IndexByte(snapTables[:], t)
+}
+
+// streamTable returns the position of a record tag among the tables the
+// stream's version carries, or -1.
+func (sr *snapReader) streamTable(t byte) int {
+	return bytes.IndexByte(sr.tables, t)
 }
 
 // snapWriter writes the stream through a hash and a buffer, keeping the
@@ -106,10 +128,13 @@ func (sw *snapWriter) trailer() error {
 	return sw.err
 }
 
-// snapReader reads the stream, hashing exactly the bytes consumed.
+// snapReader reads the stream, hashing exactly the bytes consumed. tables
+// is the prefix of snapTables the stream's version carries; it is set by
+// header.
 type snapReader struct {
-	r *bufio.Reader
-	h *xxh3.Hasher
+	r      *bufio.Reader
+	h      *xxh3.Hasher
+	tables []byte
 }
 
 // newSnapReader wraps r.
@@ -169,8 +194,14 @@ func (sr *snapReader) header() (applied, error) {
 		return applied{}, fmt.Errorf("%w: snapshot magic %q", ErrCorrupt, h[:8])
 	case xxh3.Hash(body) != binary.BigEndian.Uint64(h[snapHeaderLen-8:]):
 		return applied{}, fmt.Errorf("%w: snapshot header checksum", ErrCorrupt)
-	case binary.BigEndian.Uint32(h[8:]) != snapVersion:
-		return applied{}, fmt.Errorf("%w: snapshot version %d, want %d", ErrUnsupported, binary.BigEndian.Uint32(h[8:]), snapVersion)
+	}
+	switch v := binary.BigEndian.Uint32(h[8:]); v {
+	case snapVersion:
+		sr.tables = snapTables[:]
+	case snapVersionV1:
+		sr.tables = snapTables[:snapTablesV1]
+	default:
+		return applied{}, fmt.Errorf("%w: snapshot version %d, want %d..%d", ErrUnsupported, v, snapVersionV1, snapVersion)
 	}
 	return applied{binary.BigEndian.Uint64(h[12:]), binary.BigEndian.Uint64(h[20:])}, nil
 }
@@ -178,11 +209,11 @@ func (sr *snapReader) header() (applied, error) {
 // trailer reads the counts and checksum after the end tag, checks them
 // against what was read, and requires the stream to end there.
 func (sr *snapReader) trailer(counts [len(snapTables)]uint64) error {
-	t, err := sr.full(8*len(snapTables), "trailer")
+	t, err := sr.full(8*len(sr.tables), "trailer")
 	if err != nil {
 		return err
 	}
-	for i, c := range counts {
+	for i, c := range counts[:len(sr.tables)] {
 		if got := binary.BigEndian.Uint64(t[8*i:]); got != c {
 			return fmt.Errorf("%w: table %q has %d records, trailer says %d", ErrCorrupt, snapTables[i], c, got)
 		}

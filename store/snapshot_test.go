@@ -22,6 +22,10 @@ type contents struct {
 	Cursors     []Cursor
 	Workers     []WorkerCard
 	Sessions    []Session
+	Engine      []EngineBlock
+	Requests    []Request
+	// Lookups holds Request(id) for every id in Requests, in that order.
+	Lookups []Request
 }
 
 // dump reads the whole state of s.
@@ -34,9 +38,18 @@ func dump(t testing.TB, s *FSMStore) contents {
 		s.ScanOwners(func(o Owner) error { c.Owners = append(c.Owners, o); return nil }),
 		s.ScanCursors(func(r Cursor) error { c.Cursors = append(c.Cursors, r); return nil }),
 		s.ScanWorkers(func(w WorkerCard) error { c.Workers = append(c.Workers, w); return nil }),
-		s.ScanSessions(func(r Session) error { c.Sessions = append(c.Sessions, r); return nil }))
+		s.ScanSessions(func(r Session) error { c.Sessions = append(c.Sessions, r); return nil }),
+		s.ScanEngineBlocks(func(e EngineBlock) error { c.Engine = append(c.Engine, e); return nil }),
+		s.ScanRequests(func(r Request) error { c.Requests = append(c.Requests, r); return nil }))
 	if err != nil {
 		t.Fatalf("dump: %v", err)
+	}
+	for _, r := range c.Requests {
+		got, err := s.Request(r.ID)
+		if err != nil {
+			t.Fatalf("dump: Request(%q): %v", r.ID, err)
+		}
+		c.Lookups = append(c.Lookups, got)
 	}
 	return c
 }
@@ -56,6 +69,39 @@ func genBatch(t *rapid.T, b *Batch) {
 	}
 	for range rapid.IntRange(0, 8).Draw(t, "sessions") {
 		b.PutSession(genSession(t))
+	}
+	genEngineBlocks(t, b)
+	genRequests(t, b)
+}
+
+// genEngineBlocks draws engine block ids for a few ranks and sometimes
+// range-deletes one rank or worker in the same batch.
+func genEngineBlocks(t *rapid.T, b *Batch) {
+	small := rapid.Uint64Range(0, 5)
+	for _, eh := range rapid.SliceOfN(rapid.Uint64(), 0, 40).Draw(t, "engine hashes") {
+		b.PutEngineBlock(small.Draw(t, "ew"), uint32(small.Draw(t, "er")), eh, rapid.Uint64().Draw(t, "seq"))
+	}
+	switch rapid.IntRange(0, 2).Draw(t, "engine delete") {
+	case 1:
+		b.DeleteEngineBlocksOfRank(small.Draw(t, "dw"), uint32(small.Draw(t, "dr")))
+	case 2:
+		b.DeleteEngineBlocksOfWorker(small.Draw(t, "dw"))
+	}
+}
+
+// genRequests remembers distinct ids at increasing sequences and evicts a
+// drawn number of the oldest, as consensus's bounded memory does.
+func genRequests(t *rapid.T, b *Batch) {
+	ids := rapid.SliceOfNDistinct(rapid.StringN(1, 16, MaxRequestIDBytes), 0, 12, rapid.ID[string]).Draw(t, "ids")
+	seq := rapid.Uint64Range(0, 1<<32).Draw(t, "first seq")
+	var seqs []uint64
+	for _, id := range ids {
+		seq += rapid.Uint64Range(1, 3).Draw(t, "gap")
+		seqs = append(seqs, seq)
+		b.PutRequest(seq, id, rapid.SliceOfN(rapid.Byte(), 0, 32).Draw(t, "result"))
+	}
+	for i := range rapid.IntRange(0, len(ids)).Draw(t, "evict") {
+		b.DeleteRequest(seqs[i], ids[i])
 	}
 }
 
@@ -125,6 +171,8 @@ func fixture(t *testing.T, fs vfs.FS) *FSMStore {
 		b.PutCursor(1, 0, 77)
 		b.PutWorker(1, []byte("card"))
 		b.PutSession(Session{Key: "s1", Worker: 1, DC: "dc1", Fence: 40, Active: true})
+		b.PutEngineBlock(1, 0, 0x77, 0xABCDEF)
+		b.PutRequest(9, "req-9", []byte("ok"))
 	})
 	return s
 }
