@@ -55,13 +55,32 @@
 //   - A new leader serves binds only after a raft barrier; Node.Ready is
 //     set after it and reset when leadership is lost (raft.LeaderCh).
 //
+// # Durable state
+//
+// StoreState keeps a MemState for reads and mirrors every write into a
+// store.Batch; the FSM commits it with the index and term of the last
+// entry of every Apply or ApplyBatch, so the store's applied index always
+// covers exactly the data it holds. OpenStoreState loads the tables back
+// and NewFSM rebuilds the exact index from them. A node with a durable
+// state starts raft with NoSnapshotRestoreOnStart: raft resumes after the
+// latest snapshot, the FSM skips entries at or below the store's applied
+// index, and when the store is behind the latest snapshot (its log was
+// compacted past it, or the store stopped after an error) the node
+// restores that snapshot before raft starts. Restore keeps the FSM's own
+// stream format: the restored tables are written into the store as one
+// batch (deletes of the old rows, puts of the new) at the snapshot's
+// index with term 0, and a snapshot not newer than the store is refused.
+// After a store error StoreState stops writing (logged once) and the
+// in-memory tables carry on; the store keeps its last good index.
+//
 // # What it refuses to do
 //
 // It does not import node: Sessions has the method set of
 // node/dispatch.Bindings with this package's Binding type, and the node
 // adapts it. It does not read the wall clock outside Config.Now. It keeps
-// no durable state of its own: State is an interface (MemState here; the
-// Pebble store plugs in through Deps), and raft's stores come from Deps.
+// no durable state of its own: State is an interface (MemState, or
+// StoreState over store.FSMStore, passed in Deps), and raft's stores come
+// from Deps.
 // It does not decide KV-event gaps or resyncs (the FSM keeps the cursors
 // the node's ingestion compares against).
 //

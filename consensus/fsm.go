@@ -39,6 +39,10 @@ type FSM struct {
 	applied uint64
 	halted  atomic.Pointer[error]
 	log     *slog.Logger
+	// durable is st when it is a durableState: committed after every
+	// apply and restore (fsm_durable.go).
+	durable       durableState
+	durableFailed bool
 }
 
 var (
@@ -47,7 +51,10 @@ var (
 )
 
 // NewFSM returns an FSM over st (NewMemState when nil) that also feeds idx
-// (a fresh index when nil).
+// (a fresh index when nil). A durable st (StoreState) supplies the applied
+// index, rebuilds idx from its tables, and is committed after every
+// Apply, ApplyBatch and Restore; entries at or below its applied index
+// are skipped.
 func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	if st == nil {
 		st = NewMemState()
@@ -58,14 +65,20 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &FSM{st: st, idx: idx, log: log}
+	f := &FSM{st: st, idx: idx, log: log}
+	if d, ok := st.(durableState); ok {
+		f.openDurable(d)
+	}
+	return f
 }
 
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.applyLocked(l)
+	r := f.applyLocked(l)
+	f.commitDurable(l.Term)
+	return r
 }
 
 // ApplyBatch implements raft.BatchingFSM: the batch is applied under one
@@ -77,6 +90,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		out[i] = f.applyLocked(l)
 	}
+	if len(logs) > 0 {
+		f.commitDurable(logs[len(logs)-1].Term)
+	}
 	return out
 }
 
@@ -84,6 +100,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 func (f *FSM) applyLocked(l *raft.Log) any {
 	if p := f.halted.Load(); p != nil {
 		return *p
+	}
+	if f.replayed(l) {
+		return &kvrpb.RaftResult{Code: uint32(CodeIgnored), Index: l.Index}
 	}
 	f.applied = l.Index
 	if l.Type != raft.LogCommand {

@@ -17,6 +17,8 @@ import (
 // Deps are a Node's pluggable parts. Nil fields get in-memory defaults
 // (and a TCP transport on Config.RaftAddr), which suit tests and a
 // single-process demo; a persistent node passes the Pebble stores.
+// A State that is a StoreState makes the node resume from it on restart
+// (see the package doc); the caller closes its store after Shutdown.
 type Deps struct {
 	Transport   raft.Transport
 	LogStore    raft.LogStore
@@ -70,7 +72,15 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		return nil, err
 	}
 	n.fsm = NewFSM(deps.State, deps.Index, n.log)
-	r, err := raft.NewRaft(cfg.raftConfig(), n.fsm, deps.LogStore, deps.StableStore, deps.Snapshots, deps.Transport)
+	rc := cfg.raftConfig()
+	if n.fsm.durable != nil {
+		if err := n.fsm.restoreNewer(deps.Snapshots); err != nil {
+			n.closeTransport()
+			return nil, err
+		}
+		rc.NoSnapshotRestoreOnStart = true
+	}
+	r, err := raft.NewRaft(rc, n.fsm, deps.LogStore, deps.StableStore, deps.Snapshots, deps.Transport)
 	if err != nil {
 		n.closeTransport()
 		return nil, fmt.Errorf("consensus: starting raft: %w", err)

@@ -19,6 +19,12 @@ import (
 // FSM as it was (and returns an error wrapping ErrBadSnapshot). A restore
 // also clears a halt: the snapshot comes from a healthy node.
 func (f *FSM) Restore(rc io.ReadCloser) error {
+	return f.restore(rc, false)
+}
+
+// restore is Restore; with skipOld a snapshot that a durable state
+// already covers is read, verified and ignored instead of refused.
+func (f *FSM) restore(rc io.ReadCloser, skipOld bool) error {
 	defer rc.Close()
 	hdr, recs, err := readSnapshot(rc)
 	if err != nil {
@@ -26,9 +32,17 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.checkRestoreIndex(hdr.AppliedIndex); err != nil {
+		if skipOld {
+			return nil
+		}
+		return err
+	}
 	f.load(recs)
 	f.applied = hdr.AppliedIndex
 	f.halted.Store(nil)
+	// The stream carries no term; a durable state records term 0.
+	f.commitDurable(0)
 	return nil
 }
 
@@ -138,16 +152,23 @@ func (f *FSM) loadRank(rs *kvrpb.RaftRankState) {
 		eh, seq := routing.EngineHash(o.EngineHash), routing.SeqHash(o.SeqHash)
 		f.st.PutBlock(w, eh, seq)
 		f.st.SetTiers(w, seq, uint8(o.Tiers))
-		for t := routing.Tier(0); t < routing.NumTiers; t++ {
-			if o.Tiers&(1<<t) != 0 {
-				events = append(events, routing.Event{
-					Worker: w, Kind: routing.EventStored, Tier: t,
-					Blocks: []routing.StoredBlock{{Engine: eh, Local: routing.LocalHash(seq)}},
-				})
-			}
-		}
+		events = append(events, rootEvents(w, eh, seq, uint8(o.Tiers))...)
 	}
 	if err := f.idx.ReplaceWorker(w, events, rs.Cursor); err != nil {
 		f.log.Warn("rebuilding the index from a snapshot", "worker", w.String(), "err", err)
 	}
+}
+
+// rootEvents returns one single-block root event per tier bit of a block.
+func rootEvents(w routing.Worker, eh routing.EngineHash, seq routing.SeqHash, tiers uint8) []routing.Event {
+	var events []routing.Event
+	for t := routing.Tier(0); t < routing.NumTiers; t++ {
+		if tiers&(1<<t) != 0 {
+			events = append(events, routing.Event{
+				Worker: w, Kind: routing.EventStored, Tier: t,
+				Blocks: []routing.StoredBlock{{Engine: eh, Local: routing.LocalHash(seq)}},
+			})
+		}
+	}
+	return events
 }
