@@ -60,6 +60,10 @@ func findCandidate(cands []policy.Candidate, w routing.Worker) int {
 	return i
 }
 
+// errEngineGone reports that the chosen engine left the registry after the
+// candidates were read; Route tries once more.
+var errEngineGone = errors.New("engine left the fleet during routing")
+
 // book reserves the request's load on candidate i, records the decision in
 // the approximate or side index and returns the Decision whose callbacks
 // finish the request.
@@ -68,7 +72,7 @@ func (d *Dispatcher) book(ctx context.Context, sc *scratch, r *Request, i int, b
 	w := c.Info.Worker
 	url, ok := d.engines.Endpoint(w.ID)
 	if !ok {
-		return nil, fmt.Errorf("%w: engine %d has no endpoint", ErrNoEngine, w.ID)
+		return nil, fmt.Errorf("%w: %w: engine %d", ErrNoEngine, errEngineGone, w.ID)
 	}
 	lr := load.Request{ID: r.ID, Worker: w, Hashes: sc.trackerHashes(), ISLTokens: p.isl, CachedBlocks: int(c.Overlap.Device)}
 	if err := p.tracker.Add(lr, p.now); err != nil {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,6 +52,24 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	defer d.scratch.Put(sc)
 	p := &sc.plan
 	*p = plan{now: ph.start}
+	dec, err := d.attempt(ctx, sc, r, &ph)
+	if errors.Is(err, errEngineGone) {
+		// The chosen engine left the registry between the candidate list
+		// and the booking; the next attempt reads the registry again.
+		*p = plan{now: ph.start}
+		dec, err = d.attempt(ctx, sc, r, &ph)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ph.scheduled = d.cfg.Now()
+	d.obs.overhead(&ph)
+	d.obs.hitRate(r.Model, dec.CachedBlocks, dec.Blocks)
+	return dec, nil
+}
+
+// attempt is one pass of candidates, hashing, matching and the decision.
+func (d *Dispatcher) attempt(ctx context.Context, sc *scratch, r *Request, ph *phases) (*Decision, error) {
 	if err := d.collect(sc, r); err != nil {
 		return nil, err
 	}
@@ -60,14 +79,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	ph.hashed = d.cfg.Now()
 	d.match(sc, r)
 	ph.matched = d.cfg.Now()
-	dec, err := d.decide(ctx, sc, r)
-	if err != nil {
-		return nil, err
-	}
-	ph.scheduled = d.cfg.Now()
-	d.obs.overhead(&ph)
-	d.obs.hitRate(r.Model, dec.CachedBlocks, dec.Blocks)
-	return dec, nil
+	return d.decide(ctx, sc, r)
 }
 
 // validate checks the request at the boundary.
