@@ -76,8 +76,8 @@
 // # What it refuses to do
 //
 // It does not import node: Sessions has the method set of
-// node/dispatch.Bindings with this package's Binding type, and the node
-// adapts it. It does not read the wall clock outside Config.Now. It keeps
+// node/dispatch.Bindings and both use routing.Binding, so the node adapts
+// it by mapping errors only. It does not read the wall clock outside Config.Now. It keeps
 // no durable state of its own: State is an interface (MemState, or
 // StoreState over store.FSMStore, passed in Deps), and raft's stores come
 // from Deps.

@@ -11,21 +11,8 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Binding is one session's (or session group's) engine, as the node's
-// session affinity sees it. It has the fields of node/dispatch.Binding so
-// that the node adapts Sessions to dispatch.Bindings field by field (this
-// package may not import node).
-type Binding struct {
-	// Worker is the bound engine rank.
-	Worker routing.Worker
-	// Version is the raft index of the bind that created the binding: unique,
-	// increasing, and usable as a fencing token.
-	Version uint64
-	// Active is the number of this node's requests holding the binding.
-	Active int
-	// IdleDeadline is when the binding expires unless a keep-alive pushes it.
-	IdleDeadline time.Time
-}
+// Binding is a session's engine; see routing.Binding.
+type Binding = routing.Binding
 
 // SessionsConfig configures Sessions.
 type SessionsConfig struct {

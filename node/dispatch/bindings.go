@@ -7,22 +7,8 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Binding is one session's (or session group's) engine.
-type Binding struct {
-	// Worker is the bound engine rank.
-	Worker routing.Worker
-	// Version names this binding: every successful Bind gives a new one,
-	// unique in the store. Compare-and-set operations name it, so that a
-	// request holding an old binding cannot release, move or drop a newer
-	// one.
-	Version uint64
-	// Active is the number of requests holding the binding; while it is
-	// positive the binding does not expire.
-	Active int
-	// IdleDeadline is when the binding expires if no request holds it; it
-	// is restarted when the last holder releases it.
-	IdleDeadline time.Time
-}
+// Binding is a session's engine; see routing.Binding.
+type Binding = routing.Binding
 
 // Bindings is the session store: session key to engine, with idle expiry.
 // Keys are session ids, or parent-session ids for a session group. The
