@@ -6,8 +6,11 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Packages with concurrent code; `make test` also runs them under the race detector, in -short
 # mode (which skips only the whole-trace replays, already covered by the plain run).
-RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/... ./store/...
+RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/... ./store/... ./relay/...
 BENCHTIME ?= 1s
+CHAOS_SECONDS ?= 20
+CHAOS_COUNT   ?= 3
+CHAOS_SEED    ?= $(shell date +%s)
 FUZZTIME  ?= 30s
 
 export GOTOOLCHAIN := local
@@ -31,6 +34,10 @@ test: lint ## The whole test suite: lint, unit and property tests, race detector
 .PHONY: test-race
 test-race: ## Every package under the race detector.
 	$(GO) test -count=1 -race $(PKGS)
+
+.PHONY: chaos
+chaos: ## Fault-injection scenarios on multi-process clusters, longer phases (CHAOS_SECONDS=20, CHAOS_COUNT=3, CHAOS_SEED=now).
+	KVR_CHAOS_SECONDS=$(CHAOS_SECONDS) KVR_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=$(CHAOS_COUNT) -v -timeout 60m ./chaos/...
 
 .PHONY: lint
 lint: ## gofmt and go vet.

@@ -6,49 +6,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
-
-// BenchmarkBindCommit measures a bind's commit latency on a 3-node
-// in-memory cluster, proposed on the leader, with 1 and 64 concurrent
-// clients; p50 and p99 are reported in microseconds.
-func BenchmarkBindCommit(b *testing.B) {
-	for _, clients := range []int{1, 64} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			c := newClusterWith(b, 3, benchConfig)
-			leader := c.nodes[c.leader()]
-			var seq atomic.Uint64
-			var mu sync.Mutex
-			var lat []time.Duration
-			b.SetParallelism(max(1, clients/maxProcs()))
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
-					k := seq.Add(1)
-					start := time.Now()
-					cmd := bindCmd(fmt.Sprintf("k%d", k), k, 0, 0, "")
-					cmd.MaxSessions = 1 << 30
-					r, err := leader.Apply(context.Background(), cmd)
-					if err != nil || !r.Won {
-						b.Errorf("bind: %v %v", r, err)
-						return
-					}
-					mine = append(mine, time.Since(start))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-			b.StopTimer()
-			reportQuantiles(b, lat)
-		})
-	}
-}
 
 // benchConfig uses LAN-default raft timeouts, so that a loaded machine
 // does not trigger elections in the middle of a measurement, and the
@@ -73,28 +35,39 @@ func reportQuantiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(q(0.99), "p99-µs")
 }
 
-// BenchmarkKVEventsThroughRaft feeds KV events (64 ranks × 16 stored
-// events of 4 blocks per round) through a Batcher on the leader of a
-// 3-node in-memory cluster. It reports events/s, counted until the last
-// event is visible in every node's index, and the p99 lag from Batcher.Add
-// to visibility in every node's index (sampled on one rank each round).
-// rate=max offers events as fast as the backlog admits them (its lag is
-// the full backlog's queueing); a fixed rate paces the offer, as a DC's
-// engines do. All three nodes share the machine's cores, so events/s is
-// bounded by three FSM applies per entry.
+// BenchmarkKVEventsThroughRaft feeds KV events (64 ranks × 16 events of 4
+// blocks per round) through a Batcher on the leader of a 3-node
+// in-memory cluster. It reports events/s and blocks/s (4 per event),
+// counted until the last event is visible in every node's index, and the
+// p99 lag from Batcher.Add to visibility in every node's index (sampled
+// on one rank each round). rate=max offers events as fast as the backlog
+// admits them (its lag is the full backlog's queueing); a fixed rate
+// paces the offer, as a DC's engines do. The unprefixed runs use the grow
+// workload (every event stores new blocks, so every table and index grows
+// for the whole run); steady/ runs remove as many blocks as they store,
+// like engines whose caches are full. All three nodes share the machine's
+// cores, so events/s is bounded by three FSM applies per entry
+// (BenchmarkApplyKVEventsStages measures one).
 func BenchmarkKVEventsThroughRaft(b *testing.B) {
 	for _, rate := range []int{0, 20_000, 40_000, 300_000} {
-		name := "rate=max"
-		if rate > 0 {
-			name = fmt.Sprintf("rate=%d", rate)
-		}
-		b.Run(name, func(b *testing.B) { benchKVEvents(b, rate) })
+		b.Run(rateName(rate), func(b *testing.B) { benchKVEvents(b, growWorkload, rate) })
 	}
+	for _, rate := range []int{0, 100_000, 200_000, 300_000} {
+		b.Run("steady/"+rateName(rate), func(b *testing.B) { benchKVEvents(b, steadyWorkload, rate) })
+	}
+}
+
+// rateName names a sub-benchmark by its offered rate.
+func rateName(rate int) string {
+	if rate == 0 {
+		return "rate=max"
+	}
+	return fmt.Sprintf("rate=%d", rate)
 }
 
 // benchKVEvents runs one KV-events benchmark offering rate events/s (0:
 // as fast as admitted).
-func benchKVEvents(b *testing.B, rate int) {
+func benchKVEvents(b *testing.B, wl workload, rate int) {
 	c := newClusterWith(b, 3, benchConfig)
 	leader := c.nodes[c.leader()]
 	bt := NewBatcher(leader, BatcherConfig{})
@@ -104,26 +77,22 @@ func benchKVEvents(b *testing.B, rate int) {
 	defer func() { cancel(); wg.Wait() }()
 	lag := newLagProbe(c.nodes, routing.Worker{ID: 1})
 	wg.Go(func() { lag.run(ctx) })
-	const ranks, perBatch = 64, 16
-	next := make([]uint64, ranks)
-	for i := range next {
-		next[i] = 1
-	}
+	next := firstIDs()
 	events := 0
 	start := time.Now()
 	for b.Loop() {
-		for r := range ranks {
+		for r := range benchRanks {
 			w := routing.Worker{ID: routing.WorkerID(r + 1)}
-			batch := kvBatch(w, next[r], perBatch, next[r])
+			batch := wl.batch(w, next[r], benchPerBatch)
 			for bt.Add(batch) != nil {
 				time.Sleep(100 * time.Microsecond)
 			}
 			if r == 0 {
-				lag.sent(next[r]+perBatch-1, time.Now())
+				lag.sent(next[r]+benchPerBatch-1, time.Now())
 			}
-			next[r] += perBatch
+			next[r] += benchPerBatch
 		}
-		events += ranks * perBatch
+		events += benchRanks * benchPerBatch
 		if rate > 0 {
 			time.Sleep(time.Until(start.Add(time.Duration(float64(events) / float64(rate) * float64(time.Second)))))
 		}
@@ -132,7 +101,9 @@ func benchKVEvents(b *testing.B, rate int) {
 	if !ok {
 		b.Fatal("events not visible on every node within 10s")
 	}
-	b.ReportMetric(float64(events)/end.Sub(start).Seconds(), "events/s")
+	perSec := float64(events) / end.Sub(start).Seconds()
+	b.ReportMetric(perSec, "events/s")
+	b.ReportMetric(4*perSec, "blocks/s")
 	b.ReportMetric(float64(lag.p99().Microseconds())/1000, "lag-p99-ms")
 }
 

@@ -30,6 +30,7 @@ const (
 	TypeKVEvents         Type = 7
 	TypeRegisterWorker   Type = 8
 	TypeRemoveWorker     Type = 9
+	TypeReplaceRank      Type = 10
 )
 
 // payloadVersion is the version byte of every current payload. A payload
@@ -59,6 +60,10 @@ type spec struct {
 	new  func() proto.Message
 	// apply runs the command on the FSM at the entry's index.
 	apply func(f *FSM, index uint64, m proto.Message) *kvrpb.RaftResult
+	// applyFast, when set, applies the command straight from its payload
+	// bytes; ok false (a payload it does not take) leaves the entry to
+	// decode and apply, unchanged.
+	applyFast func(f *FSM, index uint64, payload []byte) (r *kvrpb.RaftResult, ok bool)
 	// stamp sets the leader's clock in the payload, when it carries one.
 	stamp func(m proto.Message, unixNanos int64)
 	// validate checks a payload before it is proposed, so that the log
@@ -79,6 +84,7 @@ var commands = map[Type]spec{
 	TypeKVEvents:         kvEventsSpec,
 	TypeRegisterWorker:   registerWorkerSpec,
 	TypeRemoveWorker:     removeWorkerSpec,
+	TypeReplaceRank:      replaceRankSpec,
 }
 
 // typeOf maps a payload's message name to its type, for Encode.
@@ -115,6 +121,19 @@ func encodeTyped(t Type, m proto.Message) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	return out, nil
+}
+
+// applyFast runs a command's fast apply when its entry has one and takes
+// the payload.
+func (f *FSM) applyFast(index uint64, data []byte) (*kvrpb.RaftResult, bool) {
+	if len(data) < headerBytes || data[1] != payloadVersion {
+		return nil, false
+	}
+	s, ok := commands[Type(data[0])&^IgnoreIfUnknown]
+	if !ok || s.applyFast == nil {
+		return nil, false
+	}
+	return s.applyFast(f, index, data[headerBytes:])
 }
 
 // decoded is a decoded entry: its type, and its payload unless the type

@@ -26,6 +26,10 @@
 //   - Keep-alives are batched: Sessions counts local holders in memory and
 //     writes one TouchSessions and one ReleaseSessions entry per node per
 //     KeepAliveInterval, never one per request.
+//   - Every command is validated before it is proposed (and again at
+//     apply, where a failure is CodeInvalid), including every length the
+//     store bounds (session DC, request ids, worker records), so a write
+//     the store would refuse never reaches the log.
 //   - KV events are coalesced by Batcher into RaftKVEvents entries; the FSM
 //     applies them to its ownership tables and cursors and to an in-memory
 //     routing/index.Exact on every node, with the index's cursor rules.
@@ -35,6 +39,21 @@
 //     waiting for each other. A follower's batcher forwards one entry at
 //     a time, since concurrent forwarded calls could reach the leader out
 //     of order and a reordered rank batch is a gap.
+//   - The FSM decodes KV-events entries straight into routing events
+//     (kvdecode.go): decoding through protobuf messages cost more than
+//     applying. The direct decoder takes only the canonical encoding the
+//     leader writes and leaves anything else to protobuf, so both paths
+//     give the same result (FuzzDecodeKVEventsFast) and a bad entry
+//     halts the FSM exactly as before.
+//   - Node.ReplaceRank replaces one rank's ownership, engine block ids
+//     and cursor with an engine snapshot through RaftReplaceRank chunks
+//     below half of MaxCommandBytes: the first drops the rank, every
+//     chunk adds its stored events, the last sets the cursor; the index
+//     is cleared with the first chunk and rebuilt from the rank's tables
+//     with the last, so it holds a subset of them while a replacement is
+//     in progress or abandoned. Node.RegisterWorker records an engine's
+//     card and Node.RemoveWorker drops an engine's card, ownership,
+//     engine block ids and cursors, both through raft.
 //   - Followers learn that an entry committed from the leader's next
 //     append; when a burst ends that is the idle append sent after 1-2
 //     CommitTimeouts, so CommitTimeout defaults to 5 ms (not raft's 50
@@ -69,7 +88,10 @@
 // restores that snapshot before raft starts. Restore keeps the FSM's own
 // stream format: the restored tables are written into the store as one
 // batch (deletes of the old rows, puts of the new) at the snapshot's
-// index with term 0, and a snapshot not newer than the store is refused.
+// index and term (the stream's header records the term of its last
+// entry; for an older stream without it, raft's metadata supplies it when
+// it names the same index, else 0), and a snapshot not newer than the
+// store is refused.
 // After a store error StoreState stops writing (logged once) and the
 // in-memory tables carry on; the store keeps its last good index.
 //

@@ -37,8 +37,11 @@ type FSM struct {
 	st      State
 	idx     *index.Exact
 	applied uint64
-	halted  atomic.Pointer[error]
-	log     *slog.Logger
+	// term is the term of the entry at applied, recorded in snapshots so
+	// that a restored durable state commits the snapshot's real term.
+	term   uint64
+	halted atomic.Pointer[error]
+	log    *slog.Logger
 	// durable is st when it is a durableState: committed after every
 	// apply and restore (fsm_durable.go).
 	durable       durableState
@@ -104,9 +107,13 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	if f.replayed(l) {
 		return &kvrpb.RaftResult{Code: uint32(CodeIgnored), Index: l.Index}
 	}
-	f.applied = l.Index
+	f.applied, f.term = l.Index, l.Term
 	if l.Type != raft.LogCommand {
 		return nil
+	}
+	if r, ok := f.applyFast(l.Index, l.Data); ok {
+		r.Index = l.Index
+		return r
 	}
 	d, err := decode(l.Data)
 	if err != nil {

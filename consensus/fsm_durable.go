@@ -12,7 +12,7 @@ import (
 // exact index from its tables. Called by NewFSM before any apply.
 func (f *FSM) openDurable(d durableState) {
 	f.durable = d
-	f.applied = d.Applied()
+	f.applied, f.term = d.Applied(), d.AppliedTerm()
 	d.Ranks(func(w routing.Worker, cursor uint64) bool {
 		f.rebuildRank(w, cursor)
 		return true
@@ -22,12 +22,13 @@ func (f *FSM) openDurable(d durableState) {
 // rebuildRank replaces a rank's index entries with its tables' blocks.
 func (f *FSM) rebuildRank(w routing.Worker, cursor uint64) {
 	var events []routing.Event
+	var arena []routing.StoredBlock
 	f.st.Blocks(w, func(eh routing.EngineHash, seq routing.SeqHash) bool {
-		events = append(events, rootEvents(w, eh, seq, f.st.Tiers(w, seq))...)
+		events, arena = appendRootEvents(events, arena, w, eh, seq, f.st.Tiers(w, seq))
 		return true
 	})
 	if err := f.idx.ReplaceWorker(w, events, cursor); err != nil {
-		f.log.Warn("rebuilding the index from the durable state", "worker", w.String(), "err", err)
+		f.log.Warn("rebuilding a rank's index from its tables", "worker", w.String(), "err", err)
 	}
 }
 
@@ -75,11 +76,11 @@ func (f *FSM) restoreNewer(snaps raft.SnapshotStore) error {
 	if len(metas) == 0 || metas[0].Index <= f.durable.Applied() {
 		return nil
 	}
-	_, rc, err := snaps.Open(metas[0].ID)
+	meta, rc, err := snaps.Open(metas[0].ID)
 	if err != nil {
 		return fmt.Errorf("consensus: opening snapshot %s: %w", metas[0].ID, err)
 	}
-	if err := f.restore(rc, true); err != nil {
+	if err := f.restore(rc, true, meta); err != nil {
 		return fmt.Errorf("consensus: restoring snapshot %s: %w", metas[0].ID, err)
 	}
 	return nil

@@ -3,12 +3,14 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
+	"github.com/kvrouter/kvrouter/store"
 )
 
 // MaxBatchesPerEntry bounds the per-rank batches one KV-events entry
@@ -20,6 +22,13 @@ var kvEventsSpec = spec{
 	new:  func() proto.Message { return &kvrpb.RaftKVEvents{} },
 	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
 		return f.kvEvents(m.(*kvrpb.RaftKVEvents))
+	},
+	applyFast: func(f *FSM, _ uint64, payload []byte) (*kvrpb.RaftResult, bool) {
+		batches, ok := decodeKVEventsFast(payload)
+		if !ok {
+			return nil, false
+		}
+		return f.applyRankBatches(batches), true
 	},
 	stamp:    func(proto.Message, int64) {},
 	validate: func(m proto.Message) error { return validateKVEvents(m.(*kvrpb.RaftKVEvents)) },
@@ -64,19 +73,28 @@ func decodeRankBatch(b *kvrpb.KVEventBatch) ([]routing.Event, error) {
 // before proposing, so this only happens across a decoder change); the
 // count is the number of events applied.
 func (f *FSM) kvEvents(c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
-	n := 0
-	for _, b := range c.Batches {
+	batches := make([]rankBatch, len(c.Batches))
+	for i, b := range c.Batches {
 		events, err := decodeRankBatch(b)
-		if err != nil {
+		batches[i] = rankBatch{events: events, bad: err != nil}
+	}
+	return f.applyRankBatches(batches)
+}
+
+// applyRankBatches applies decoded batches, skipping the bad ones.
+func (f *FSM) applyRankBatches(batches []rankBatch) *kvrpb.RaftResult {
+	n := 0
+	for _, b := range batches {
+		if b.bad {
 			continue
 		}
-		for i := range events {
-			if f.applyEvent(&events[i]) {
+		for i := range b.events {
+			if f.applyEvent(&b.events[i]) {
 				n++
 			}
 			// The index applies the same cursor rules; its errors
 			// (stale, gap, unknown parent) mirror applyEvent's outcome.
-			_ = f.idx.Apply(&events[i])
+			_ = f.idx.Apply(&b.events[i])
 		}
 	}
 	return counted(n)
@@ -97,18 +115,24 @@ func (f *FSM) applyEvent(ev *routing.Event) bool {
 		return false
 	}
 	f.st.SetCursor(w, ev.ID)
+	f.applyBody(ev)
+	return true
+}
+
+// applyBody applies an event's blocks to the ownership tables, whatever
+// its id.
+func (f *FSM) applyBody(ev *routing.Event) {
 	bit := uint8(1) << ev.Tier
 	switch ev.Kind {
 	case routing.EventStored:
 		f.storeBlocks(ev, bit)
 	case routing.EventRemoved:
 		for _, eh := range ev.Removed {
-			f.removeBlock(w, eh, bit)
+			f.removeBlock(ev.Worker, eh, bit)
 		}
 	case routing.EventCleared:
-		f.st.ClearRank(w)
+		f.st.ClearRank(ev.Worker)
 	}
-	return true
 }
 
 // storeBlocks places a stored event's blocks, chaining sequence hashes
@@ -159,19 +183,33 @@ var registerWorkerSpec = spec{
 	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
 		return f.registerWorker(m.(*kvrpb.RaftRegisterWorker))
 	},
-	stamp: func(m proto.Message, t int64) { m.(*kvrpb.RaftRegisterWorker).StampedUnixNanos = t },
-	validate: func(m proto.Message) error {
-		c := m.(*kvrpb.RaftRegisterWorker)
-		if c.Card == nil {
-			return errors.New("card must be set")
-		}
-		return wire.ValidateCard(c.Card)
-	},
+	stamp:    func(m proto.Message, t int64) { m.(*kvrpb.RaftRegisterWorker).StampedUnixNanos = t },
+	validate: func(m proto.Message) error { return validateRegister(m.(*kvrpb.RaftRegisterWorker)) },
+}
+
+// MaxPoolBytes bounds a registration's pool name.
+const MaxPoolBytes = 256
+
+// validateRegister checks a registration, including the store's bound on
+// the encoded record: a record the store refuses would stop a durable
+// node's mirroring.
+func validateRegister(c *kvrpb.RaftRegisterWorker) error {
+	switch {
+	case c.Card == nil:
+		return errors.New("card must be set")
+	case len(c.Dc) > store.MaxDCBytes || !utf8.ValidString(c.Dc):
+		return errDC
+	case len(c.Pool) > MaxPoolBytes || !utf8.ValidString(c.Pool):
+		return fmt.Errorf("pool must be at most %d bytes of UTF-8", MaxPoolBytes)
+	case proto.Size(c)+16 > store.MaxCardBytes:
+		return fmt.Errorf("registration of %d bytes over %d", proto.Size(c), store.MaxCardBytes)
+	}
+	return wire.ValidateCard(c.Card)
 }
 
 // registerWorker records (or replaces) an engine's card.
 func (f *FSM) registerWorker(c *kvrpb.RaftRegisterWorker) *kvrpb.RaftResult {
-	if c.Card == nil || wire.ValidateCard(c.Card) != nil {
+	if validateRegister(c) != nil {
 		return result(CodeInvalid)
 	}
 	f.st.PutWorker(&kvrpb.RaftWorkerRecord{

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/store"
 )
 
 // MaxKeyBytes bounds a session key, as the node's frontend does.
@@ -18,15 +20,26 @@ const MaxKeyBytes = 256
 const MaxRefsPerEntry = 4096
 
 var (
-	errKey  = errors.New("key must be 1..256 bytes")
-	errTTL  = errors.New("idle_ttl_nanos must be > 0")
-	errRefs = fmt.Errorf("at most %d sessions per entry", MaxRefsPerEntry)
+	errKey       = errors.New("key must be 1..256 bytes of UTF-8")
+	errTTL       = errors.New("idle_ttl_nanos must be > 0")
+	errRefs      = fmt.Errorf("at most %d sessions per entry", MaxRefsPerEntry)
+	errDC        = fmt.Errorf("dc must be at most %d bytes of UTF-8", store.MaxDCBytes)
+	errRequestID = fmt.Errorf("request_id must be at most %d bytes", store.MaxRequestIDBytes)
 )
 
 // checkKey validates a session key.
 func checkKey(k string) error {
-	if k == "" || len(k) > MaxKeyBytes {
+	if k == "" || len(k) > MaxKeyBytes || !utf8.ValidString(k) {
 		return errKey
+	}
+	return nil
+}
+
+// checkRequestID validates an optional request id against the store's
+// bound: an id the store refuses would stop a durable node's mirroring.
+func checkRequestID(id string) error {
+	if len(id) > store.MaxRequestIDBytes {
+		return errRequestID
 	}
 	return nil
 }
@@ -67,8 +80,16 @@ func validateBind(c *kvrpb.RaftBindSession) error {
 	if err := checkKey(c.Key); err != nil {
 		return err
 	}
-	if len(c.ParentKey) > MaxKeyBytes {
+	if len(c.ParentKey) > MaxKeyBytes || !utf8.ValidString(c.ParentKey) {
 		return errKey
+	}
+	// The store bounds a binding's DC; checked here, a bad bind is
+	// refused before it reaches the log instead of stopping the store.
+	if len(c.Dc) > store.MaxDCBytes || !utf8.ValidString(c.Dc) {
+		return errDC
+	}
+	if err := checkRequestID(c.RequestId); err != nil {
+		return err
 	}
 	if c.IdleTtlNanos <= 0 {
 		return errTTL
@@ -173,10 +194,16 @@ var unbindSpec = spec{
 	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
 		return f.unbind(i, m.(*kvrpb.RaftUnbindSession))
 	},
-	stamp: func(proto.Message, int64) {},
-	validate: func(m proto.Message) error {
-		return checkKey(m.(*kvrpb.RaftUnbindSession).Key)
-	},
+	stamp:    func(proto.Message, int64) {},
+	validate: func(m proto.Message) error { return validateUnbind(m.(*kvrpb.RaftUnbindSession)) },
+}
+
+// validateUnbind checks an unbind's payload.
+func validateUnbind(c *kvrpb.RaftUnbindSession) error {
+	if err := checkKey(c.Key); err != nil {
+		return err
+	}
+	return checkRequestID(c.RequestId)
 }
 
 // unbind drops a binding at a version, or at any version when it is 0.
@@ -184,7 +211,7 @@ func (f *FSM) unbind(idx uint64, c *kvrpb.RaftUnbindSession) *kvrpb.RaftResult {
 	if r, ok := f.recall(c.RequestId); ok {
 		return r
 	}
-	if checkKey(c.Key) != nil {
+	if validateUnbind(c) != nil {
 		return result(CodeInvalid)
 	}
 	b, ok := f.st.Session(c.Key)
@@ -229,14 +256,19 @@ var invalidateEngineSpec = spec{
 	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
 		return f.invalidateEngine(i, m.(*kvrpb.RaftInvalidateEngine))
 	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(proto.Message) error { return nil },
+	stamp: func(proto.Message, int64) {},
+	validate: func(m proto.Message) error {
+		return checkRequestID(m.(*kvrpb.RaftInvalidateEngine).RequestId)
+	},
 }
 
 // invalidateEngine drops every binding to any rank of the engine.
 func (f *FSM) invalidateEngine(idx uint64, c *kvrpb.RaftInvalidateEngine) *kvrpb.RaftResult {
 	if r, ok := f.recall(c.RequestId); ok {
 		return r
+	}
+	if checkRequestID(c.RequestId) != nil {
+		return result(CodeInvalid)
 	}
 	var keys []string
 	f.st.Sessions(func(b *kvrpb.RaftBinding) bool {

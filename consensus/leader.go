@@ -15,6 +15,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	if !n.barrier(ctx) {
 		return
 	}
+	n.epoch.Add(1)
 	n.ready.Store(true)
 	term := n.raft.Stats()["term"]
 	n.log.Info("leader ready", "term", term, "index", n.fsm.AppliedIndex())

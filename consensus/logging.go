@@ -27,7 +27,15 @@ type slogWriter struct{ log *slog.Logger }
 func (w *slogWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
 	level := slog.LevelWarn
-	if strings.Contains(line, "[ERROR]") {
+	switch {
+	case strings.Contains(line, "transport shutdown"):
+		// Peers' connections ending as a node shuts down: expected.
+		level = slog.LevelDebug
+	case strings.Contains(line, "connection refused"):
+		// A peer that is down: raft retries with backoff, and the
+		// membership and leadership logs say what matters.
+		level = slog.LevelWarn
+	case strings.Contains(line, "[ERROR]"):
 		level = slog.LevelError
 	}
 	w.log.Log(context.Background(), level, line)

@@ -42,9 +42,11 @@ type Node struct {
 	trans     raft.Transport
 	ownsTrans bool
 
-	ready atomic.Bool
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	ready    atomic.Bool
+	caughtUp atomic.Bool   // sticky; see CaughtUp
+	epoch    atomic.Uint64 // see LeaderEpoch
+	stop     chan struct{}
+	wg       sync.WaitGroup
 
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
@@ -115,7 +117,7 @@ func (n *Node) fillDeps(d *Deps) error {
 		}
 	}
 	if d.Transport == nil {
-		t, err := raft.NewTCPTransport(n.cfg.RaftAddr, nil, 3, n.cfg.ApplyTimeout, nil)
+		t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, nil, 3, n.cfg.ApplyTimeout, newHclogAdapter(n.log, n.cfg.NodeID))
 		if err != nil {
 			return fmt.Errorf("consensus: raft transport on %s: %w", n.cfg.RaftAddr, err)
 		}

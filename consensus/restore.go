@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hashicorp/raft"
 	"github.com/zeebo/xxh3"
 	"google.golang.org/protobuf/proto"
 
@@ -19,12 +20,13 @@ import (
 // FSM as it was (and returns an error wrapping ErrBadSnapshot). A restore
 // also clears a halt: the snapshot comes from a healthy node.
 func (f *FSM) Restore(rc io.ReadCloser) error {
-	return f.restore(rc, false)
+	return f.restore(rc, false, nil)
 }
 
 // restore is Restore; with skipOld a snapshot that a durable state
-// already covers is read, verified and ignored instead of refused.
-func (f *FSM) restore(rc io.ReadCloser, skipOld bool) error {
+// already covers is read, verified and ignored instead of refused. meta,
+// when known, supplies the term of a stream that does not record it.
+func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) error {
 	defer rc.Close()
 	hdr, recs, err := readSnapshot(rc)
 	if err != nil {
@@ -39,11 +41,22 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool) error {
 		return err
 	}
 	f.load(recs)
-	f.applied = hdr.AppliedIndex
+	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
 	f.halted.Store(nil)
-	// The stream carries no term; a durable state records term 0.
-	f.commitDurable(0)
+	f.commitDurable(f.term)
 	return nil
+}
+
+// snapshotTerm is the term of a snapshot's last applied entry: the
+// stream's own, or for a stream written before it recorded one, raft's
+// metadata when it describes the same index (raft's snapshot index also
+// counts entries the FSM never sees, whose term may be later). 0 when
+// neither knows.
+func snapshotTerm(hdr *kvrpb.RaftSnapshotHeader, meta *raft.SnapshotMeta) uint64 {
+	if hdr.AppliedTerm != 0 || meta == nil || meta.Index != hdr.AppliedIndex {
+		return hdr.AppliedTerm
+	}
+	return meta.Term
 }
 
 // readSnapshot parses and verifies a snapshot stream.
@@ -161,14 +174,25 @@ func (f *FSM) loadRank(rs *kvrpb.RaftRankState) {
 
 // rootEvents returns one single-block root event per tier bit of a block.
 func rootEvents(w routing.Worker, eh routing.EngineHash, seq routing.SeqHash, tiers uint8) []routing.Event {
-	var events []routing.Event
+	events, _ := appendRootEvents(nil, nil, w, eh, seq, tiers)
+	return events
+}
+
+// appendRootEvents appends rootEvents to events, carving each event's one
+// block from arena (a rebuild of a million blocks then allocates a few
+// large slices instead of a million small ones).
+func appendRootEvents(events []routing.Event, arena []routing.StoredBlock, w routing.Worker,
+	eh routing.EngineHash, seq routing.SeqHash, tiers uint8) ([]routing.Event, []routing.StoredBlock) {
 	for t := routing.Tier(0); t < routing.NumTiers; t++ {
 		if tiers&(1<<t) != 0 {
+			if len(arena) == cap(arena) {
+				arena = make([]routing.StoredBlock, 0, 4096)
+			}
+			arena = append(arena, routing.StoredBlock{Engine: eh, Local: routing.LocalHash(seq)})
 			events = append(events, routing.Event{
-				Worker: w, Kind: routing.EventStored, Tier: t,
-				Blocks: []routing.StoredBlock{{Engine: eh, Local: routing.LocalHash(seq)}},
+				Worker: w, Kind: routing.EventStored, Tier: t, Blocks: arena[len(arena)-1 : len(arena) : len(arena)],
 			})
 		}
 	}
-	return events
+	return events, arena
 }

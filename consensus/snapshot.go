@@ -104,8 +104,8 @@ func (f *FSM) StateHash() (uint64, uint64) {
 
 // fsmSnapshot is a point-in-time copy of the tables.
 type fsmSnapshot struct {
-	applied uint64
-	recs    []*kvrpb.RaftSnapshotRecord
+	applied, term uint64
+	recs          []*kvrpb.RaftSnapshotRecord
 }
 
 // Snapshot implements raft.FSM. It copies the tables (raft does not call
@@ -116,7 +116,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.Halted(); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{applied: f.applied, recs: f.records()}, nil
+	return &fsmSnapshot{applied: f.applied, term: f.term, recs: f.records()}, nil
 }
 
 // Persist implements raft.FSMSnapshot: header, records, a zero length,
@@ -134,7 +134,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	h := xxh3.New()
 	bw := bufio.NewWriter(io.MultiWriter(w, h))
 	hdr := &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Header{
-		Header: &kvrpb.RaftSnapshotHeader{Format: snapshotFormat, AppliedIndex: s.applied},
+		Header: &kvrpb.RaftSnapshotHeader{Format: snapshotFormat, AppliedIndex: s.applied, AppliedTerm: s.term},
 	}}
 	buf, err := writeRecord(bw, hdr, nil)
 	for _, r := range s.recs {

@@ -20,6 +20,8 @@ type durableState interface {
 	Commit(index, term uint64) error
 	// Applied returns the index of the last committed entry.
 	Applied() uint64
+	// AppliedTerm returns the term of the last committed entry.
+	AppliedTerm() uint64
 }
 
 // StoreState is a State backed by store.FSMStore. A MemState holds the
@@ -42,6 +44,7 @@ type StoreState struct {
 	head    int
 	nextSeq uint64
 	applied uint64
+	term    uint64
 	err     error
 }
 
@@ -56,11 +59,11 @@ var _ durableState = (*StoreState)(nil)
 // OpenStoreState loads every table of s into memory. The caller keeps
 // ownership of s and closes it after the node that uses the state.
 func OpenStoreState(s *store.FSMStore) (*StoreState, error) {
-	idx, _, err := s.Applied()
+	idx, term, err := s.Applied()
 	if err != nil {
 		return nil, fmt.Errorf("consensus: opening store state: %w", err)
 	}
-	st := &StoreState{MemState: NewMemState(), s: s, applied: idx, nextSeq: 1}
+	st := &StoreState{MemState: NewMemState(), s: s, applied: idx, term: term, nextSeq: 1}
 	for _, load := range []func() error{st.loadSessions, st.loadWorkers, st.loadRanks, st.loadRequests} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("consensus: opening store state: %w", err)
@@ -71,6 +74,9 @@ func OpenStoreState(s *store.FSMStore) (*StoreState, error) {
 
 // Applied implements durableState.
 func (s *StoreState) Applied() uint64 { return s.applied }
+
+// AppliedTerm implements durableState.
+func (s *StoreState) AppliedTerm() uint64 { return s.term }
 
 // Err returns the store error that stopped mirroring, or nil.
 func (s *StoreState) Err() error { return s.err }
@@ -101,7 +107,7 @@ func (s *StoreState) Commit(index, term uint64) error {
 		s.err = fmt.Errorf("consensus: committing state at %d: %w", index, err)
 		return s.err
 	}
-	s.applied = index
+	s.applied, s.term = index, term
 	return nil
 }
 

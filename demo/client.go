@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kvrouter/kvrouter/sim"
@@ -24,7 +27,14 @@ type Outcome struct {
 	PromptTokens int
 	CachedTokens int
 	OutputTokens int
-	Err          error
+	// Session is the request's session id ("" without sessions) and
+	// Worker the engine that served it (X-Kvrouter-Worker).
+	Session string
+	Worker  string
+	// Cut marks a stream that broke after its first token: the node
+	// serving it died mid-response. Err is set too.
+	Cut bool
+	Err error
 }
 
 // Replayer sends trace requests to an OpenAI-compatible endpoint at their
@@ -32,7 +42,15 @@ type Outcome struct {
 // prompts, and records TTFT and the engines' reported cache hits.
 type Replayer struct {
 	BaseURL string
-	Model   string
+	// URLs, when set, replaces BaseURL with the live nodes of a cluster:
+	// requests go round-robin over them, and a request whose connection
+	// is refused or reset before any response moves on to the next node
+	// (it reached none, so it cannot have been served twice).
+	URLs func() []string
+	// Sessions sends each request with a session id: its conversation,
+	// named by the first block of its prompt.
+	Sessions bool
+	Model    string
 	// Compress divides the trace's inter-arrival times.
 	Compress float64
 	Client   *http.Client
@@ -85,16 +103,70 @@ func (r *Replayer) body(req traces.Request) []byte {
 
 func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 	t0 := time.Now()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, r.BaseURL+"/v1/completions", bytes.NewReader(r.body(req)))
-	if err != nil {
-		return Outcome{Err: err}
+	session := ""
+	if r.Sessions && len(req.HashIDs) > 0 {
+		session = "conv-" + strconv.FormatUint(uint64(req.HashIDs[0]), 10)
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("X-Request-Id", "demo-"+strconv.Itoa(i))
-	resp, err := r.Client.Do(hr)
-	if err != nil {
-		return Outcome{Err: err}
+	body := r.body(req)
+	urls := []string{r.BaseURL}
+	if r.URLs != nil {
+		urls = r.URLs()
 	}
+	var err error
+	for try := range max(1, len(urls)) {
+		if len(urls) == 0 {
+			return Outcome{Session: session, Err: errors.New("no router node is running")}
+		}
+		base := urls[(i+try)%len(urls)]
+		var hr *http.Request
+		hr, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+		if err != nil {
+			return Outcome{Session: session, Err: err}
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("X-Request-Id", "demo-"+strconv.Itoa(i))
+		if session != "" {
+			hr.Header.Set("X-Session-ID", session)
+		}
+		var resp *http.Response
+		resp, err = r.Client.Do(hr)
+		if err != nil {
+			if unreached(err) || broken(err) {
+				continue
+			}
+			return Outcome{Session: session, Err: err}
+		}
+		o := r.read(resp, t0)
+		o.Session = session
+		if o.Err != nil && o.TTFT == 0 && broken(o.Err) {
+			// The node died before the first token: like a load
+			// balancer, try the next one.
+			err = o.Err
+			continue
+		}
+		o.Cut = o.Err != nil && broken(o.Err)
+		return o
+	}
+	return Outcome{Session: session, Err: err}
+}
+
+// broken reports a connection that ended under the request: the node on
+// the other side died.
+func broken(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, net.ErrClosed) ||
+		// net/http's unexported error for a pooled connection the server
+		// closed before the request was written.
+		strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// unreached reports whether a request failed before any node could have
+// received it.
+func unreached(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func (r *Replayer) read(resp *http.Response, t0 time.Time) Outcome {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -102,6 +174,7 @@ func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 	}
 	o := readStream(resp.Body, t0)
 	o.Done = time.Since(t0)
+	o.Worker = resp.Header.Get("X-Kvrouter-Worker")
 	return o
 }
 

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
-	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/traces"
 )
 
@@ -77,120 +74,37 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Fleet is one running node with its engines.
-type Fleet struct {
-	Node   *node.Node
+// group runs goroutines whose errors the demo reports.
+type group struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
 }
 
-// StartFleet starts a node with the given policy and engines, and waits
-// until every engine has registered.
-func StartFleet(ctx context.Context, cfg Config, policy string, log *slog.Logger) (*Fleet, error) {
-	ncfg := node.DefaultConfig()
-	ncfg.HTTPAddr = cfg.HTTPAddr
-	ncfg.NATSListen = "127.0.0.1:0"
-	ncfg.Dispatch.Policy = policy
-	n, err := node.New(ncfg, log)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	f := &Fleet{Node: n, cancel: cancel, errs: make(chan error, cfg.Engines+1)}
-	f.goRun(func() error { return n.Run(ctx) })
-	if err := n.WaitReady(ctx); err != nil {
-		f.Stop()
-		return nil, errors.Join(err, f.firstErr())
-	}
-	for i := range cfg.Engines {
-		if err := f.startEngine(ctx, cfg, uint64(i+1), log); err != nil {
-			f.Stop()
-			return nil, err
-		}
-	}
-	if err := f.waitEngines(ctx, cfg.Engines); err != nil {
-		f.Stop()
-		return nil, err
-	}
-	return f, nil
-}
-
-func (f *Fleet) goRun(fn func() error) {
-	f.wg.Go(func() {
+func (g *group) goRun(fn func() error) {
+	g.wg.Go(func() {
 		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
-			f.errs <- err
+			select {
+			case g.errs <- err:
+			default:
+			}
 		}
 	})
 }
 
-func (f *Fleet) startEngine(ctx context.Context, cfg Config, id uint64, log *slog.Logger) error {
-	bus, err := natsbus.Open(natsbus.Config{URL: f.Node.NATSURL(), Name: fmt.Sprintf("demo-engine-%d", id)}, log)
-	if err != nil {
-		return err
-	}
-	scfg := server.Config{EngineID: id, Engine: mocker.Config{SpeedUp: cfg.Compress}}
-	srv, err := server.New(scfg, bus.Conn, log.With("engine", id))
-	if err != nil {
-		bus.Close()
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		bus.Close()
-		return err
-	}
-	f.goRun(func() error {
-		defer bus.Close()
-		return srv.Serve(ctx, ln)
-	})
-	return nil
-}
-
-func (f *Fleet) waitEngines(ctx context.Context, want int) error {
-	deadline := time.After(15 * time.Second)
-	for f.Node.Engines() < want {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-f.errs:
-			return err
-		case <-deadline:
-			return fmt.Errorf("demo: %d of %d engines registered within 15s", f.Node.Engines(), want)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-func (f *Fleet) firstErr() error {
-	select {
-	case err := <-f.errs:
-		return err
-	default:
-		return nil
-	}
-}
-
-// Stop shuts the engines and the node down and waits for them.
-func (f *Fleet) Stop() {
-	f.cancel()
-	f.wg.Wait()
-}
-
-// BaseURL is the node's client URL.
-func (f *Fleet) BaseURL() string { return "http://" + f.Node.Addr().String() }
-
-// Run replays the trace once per policy, each on a fresh fleet, and prints
-// the report to out.
+// Run replays the trace once per policy, each on a fresh 3-node cluster,
+// kills the raft leader halfway through each replay and restarts it, and
+// prints the report to out.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Live demo: embedded NATS, 1 router node on %s, %d simulated engines (Llama-3.1-8B/H100 timing model, %gx speed).\n",
-		cfg.HTTPAddr, cfg.Engines, cfg.Compress)
-	fmt.Fprintf(out, "Replaying the first %d requests of the bundled Mooncake trace over HTTP, %gx compressed, per policy.\n\n", len(cfg.Trace), cfg.Compress)
+	fmt.Fprintf(out, "Live demo: embedded NATS, a %d-node router cluster (raft, Pebble on disk) with n1 on %s, %d simulated engines\n",
+		ClusterSize, cfg.HTTPAddr, cfg.Engines)
+	fmt.Fprintf(out, "(Llama-3.1-8B/H100 timing model, %gx speed), hard session affinity by conversation.\n", cfg.Compress)
+	fmt.Fprintf(out, "Replaying the first %d requests of the bundled Mooncake trace over HTTP, %gx compressed, per policy,\n", len(cfg.Trace), cfg.Compress)
+	fmt.Fprintf(out, "round-robin over the live nodes; the raft leader is killed halfway through and restarted.\n\n")
 	var sums []Summary
 	for _, p := range cfg.Policies {
 		s, err := replayPolicy(ctx, cfg, p, log)
@@ -202,19 +116,64 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	return WriteSummaries(out, sums)
 }
 
+// restartAfter is how long a killed leader stays down.
+const restartAfter = 2 * time.Second
+
 func replayPolicy(ctx context.Context, cfg Config, policy string, log *slog.Logger) (Summary, error) {
-	f, err := StartFleet(ctx, cfg, policy, log)
+	c, err := StartCluster(ctx, cfg, policy, log)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer f.Stop()
+	defer c.Stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	defer client.CloseIdleConnections()
-	r := &Replayer{BaseURL: f.BaseURL(), Model: mocker.DefaultModel, Compress: cfg.Compress, Client: client}
+	r := &Replayer{URLs: c.URLs, Sessions: true, Model: mocker.DefaultModel, Compress: cfg.Compress, Client: client}
+
+	var span time.Duration
+	if n := len(cfg.Trace); n > 0 {
+		span = time.Duration(float64(cfg.Trace[n-1].Arrival) / cfg.Compress)
+	}
+	fault := make(chan string, 1)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { fault <- c.killLeader(fctx, span/2) }()
+
 	start := time.Now()
 	outs := r.Run(ctx, cfg.Trace)
 	if err := ctx.Err(); err != nil {
 		return Summary{}, err
 	}
-	return Summarize(policy, outs, time.Since(start)), nil
+	s := Summarize(policy, outs, time.Since(start))
+	cancel()
+	s.Event = <-fault
+	return s, nil
+}
+
+// killLeader kills the leader after wait, restarts it restartAfter later
+// and describes what happened.
+func (c *Cluster) killLeader(ctx context.Context, wait time.Duration) string {
+	select {
+	case <-ctx.Done():
+		return "replay ended before the leader kill"
+	case <-time.After(wait):
+	}
+	l := c.Leader()
+	if l < 0 {
+		return "no leader to kill"
+	}
+	t0 := time.Now()
+	c.Kill(l)
+	msg := fmt.Sprintf("leader n%d killed at %.1fs into the replay", l+1, wait.Seconds())
+	select {
+	case <-ctx.Done():
+	case <-time.After(restartAfter):
+	}
+	if err := c.Restart(context.WithoutCancel(ctx), l); err != nil {
+		return msg + fmt.Sprintf("; restart failed: %v", err)
+	}
+	if err := c.WaitServing(context.WithoutCancel(ctx), l, 30*time.Second); err != nil {
+		return msg + fmt.Sprintf("; %v", err)
+	}
+	return msg + fmt.Sprintf(", restarted, caught up and serving again %.1fs after the kill; new leader n%d",
+		time.Since(t0).Seconds(), c.Leader()+1)
 }

@@ -41,9 +41,13 @@ func TestLiveReplayServesEveryRequest(t *testing.T) {
 				line = l
 			}
 		}
+		// policy requests errors cut hit p50 p99 req/s tok/s sessions violations
 		f := strings.Fields(line)
-		if len(f) < 3 || f[1] != "120" || f[2] != "0" {
-			t.Fatalf("policy %s: want 120 requests and 0 errors, got line %q", p, line)
+		if len(f) != 11 || f[1] != "120" || f[2] != "0" || f[10] != "0" {
+			t.Fatalf("policy %s: want 120 requests, 0 errors and 0 affinity violations, got line %q", p, line)
+		}
+		if f[9] == "0" {
+			t.Fatalf("policy %s: no session served twice, so affinity was not exercised: %q", p, line)
 		}
 	}
 }

@@ -14,6 +14,9 @@ type Summary struct {
 	Policy   string
 	Requests int
 	Errors   int
+	// Cut counts streams broken mid-response by a node's death (not in
+	// Errors): a client sees them fail and must retry itself.
+	Cut int
 	// FirstError is the first failure, for the report.
 	FirstError error
 	// HitRatio is the share of prompt tokens the engines served from their
@@ -24,6 +27,13 @@ type Summary struct {
 	ReqPerSec   float64
 	TokPerSec   float64
 	WallSeconds float64
+	// Sessions counts the conversations with at least two served
+	// requests; Violations those served by more than one engine (hard
+	// affinity promises 0).
+	Sessions   int
+	Violations int
+	// Event describes the fault injected during the replay, if any.
+	Event string
 }
 
 // Summarize folds the outcomes of one replay.
@@ -32,6 +42,10 @@ func Summarize(policy string, outs []Outcome, wall time.Duration) Summary {
 	var ttft []time.Duration
 	var prompt, cached, output int
 	for _, o := range outs {
+		if o.Cut {
+			s.Cut++
+			continue
+		}
 		if o.Err != nil {
 			s.Errors++
 			if s.FirstError == nil {
@@ -44,27 +58,62 @@ func Summarize(policy string, outs []Outcome, wall time.Duration) Summary {
 		cached += o.CachedTokens
 		output += o.OutputTokens
 	}
+	s.Sessions, s.Violations = affinity(outs)
 	if prompt > 0 {
 		s.HitRatio = float64(cached) / float64(prompt)
 	}
 	s.TTFTP50, s.TTFTP99 = sim.Percentile(ttft, 0.5), sim.Percentile(ttft, 0.99)
 	if wall > 0 {
-		s.ReqPerSec = float64(len(outs)-s.Errors) / wall.Seconds()
+		s.ReqPerSec = float64(len(outs)-s.Errors-s.Cut) / wall.Seconds()
 		s.TokPerSec = float64(output) / wall.Seconds()
 	}
 	return s
 }
 
+// affinity counts the sessions served at least twice and those served by
+// more than one engine.
+func affinity(outs []Outcome) (sessions, violations int) {
+	served := map[string]map[string]int{}
+	for _, o := range outs {
+		if o.Err != nil || o.Session == "" || o.Worker == "" {
+			continue
+		}
+		if served[o.Session] == nil {
+			served[o.Session] = map[string]int{}
+		}
+		served[o.Session][o.Worker]++
+	}
+	for _, ws := range served {
+		n := 0
+		for _, c := range ws {
+			n += c
+		}
+		if n >= 2 {
+			sessions++
+		}
+		if len(ws) > 1 {
+			violations++
+		}
+	}
+	return sessions, violations
+}
+
 // WriteSummaries prints the live demo's table.
 func WriteSummaries(w io.Writer, ss []Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\trequests\terrors\thit ratio\tTTFT p50 ms\tTTFT p99 ms\treq/s\toutput tok/s\t")
+	fmt.Fprintln(tw, "policy\trequests\terrors\tcut by kill\thit ratio\tTTFT p50 ms\tTTFT p99 ms\treq/s\toutput tok/s\tsessions\taffinity violations\t")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.0f\t%.0f\t%.1f\t%.0f\t\n", s.Policy, s.Requests, s.Errors, s.HitRatio,
-			float64(s.TTFTP50)/float64(time.Millisecond), float64(s.TTFTP99)/float64(time.Millisecond), s.ReqPerSec, s.TokPerSec)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.0f\t%.1f\t%.0f\t%d\t%d\t\n", s.Policy, s.Requests, s.Errors, s.Cut, s.HitRatio,
+			float64(s.TTFTP50)/float64(time.Millisecond), float64(s.TTFTP99)/float64(time.Millisecond), s.ReqPerSec, s.TokPerSec,
+			s.Sessions, s.Violations)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, s := range ss {
+		if s.Event != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Policy, s.Event)
+		}
 	}
 	for _, s := range ss {
 		if s.FirstError != nil {

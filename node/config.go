@@ -38,6 +38,10 @@ type Config struct {
 	// (host:port); tracing is off by default.
 	OTLPEndpoint string
 
+	// Cluster makes the node a member of its DC's raft cluster; off while
+	// Cluster.RaftAddr is empty.
+	Cluster ClusterConfig
+
 	Dispatch dispatch.Config
 	Events   eventplane.Config
 	Frontend frontend.Config
@@ -67,6 +71,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: http_addr %q: %v", ErrConfig, c.HTTPAddr, err)
 	}
 	if err := (natsbus.Config{URL: c.NATS, EmbeddedAddr: c.NATSListen}).Validate(); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(c.NodeID); err != nil {
 		return err
 	}
 	c.Events.DC = c.DC

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/frontend"
@@ -31,7 +32,15 @@ type Node struct {
 	ready   chan struct{}
 	natsURL atomic.Pointer[string]
 	reg     atomic.Pointer[eventplane.Registry]
+	// serving reports whether the node serves requests (set by Run).
+	serving func() bool
+	// clusterNode is the raft member in cluster mode, once Run started it.
+	clusterNode atomic.Pointer[consensus.Node]
 }
+
+// Cluster returns the node's raft member in cluster mode once Run has
+// started it, or nil.
+func (n *Node) Cluster() *consensus.Node { return n.clusterNode.Load() }
 
 // Engines is the number of live engines the node knows, 0 before Run.
 func (n *Node) Engines() int {
@@ -94,22 +103,46 @@ func (n *Node) Run(ctx context.Context) error {
 	url := bus.URL()
 	n.natsURL.Store(&url)
 
-	var idx *index.Exact
-	if !n.cfg.Dispatch.ApproximateMode {
+	var (
+		idx   *index.Exact
+		plIdx eventplane.Index
+		opts  []dispatch.Option
+		cl    *cluster
+	)
+	if n.cfg.Cluster.Enabled() {
+		if cl, err = n.startCluster(ctx); err != nil {
+			return err
+		}
+		defer cl.close()
+		idx = cl.idx
+		if !n.cfg.Dispatch.ApproximateMode {
+			plIdx = newRaftIngest(cl.cn, cl.batcher, n.log)
+		}
+		if cl.sessions != nil {
+			opts = append(opts, dispatch.WithBindings(raftBindings{s: cl.sessions, cn: cl.cn}))
+		}
+	} else if !n.cfg.Dispatch.ApproximateMode {
 		idx = index.NewExact()
+		plIdx = idx
 	}
-	var plane *eventplane.Plane
-	if idx != nil {
-		plane, err = eventplane.New(n.cfg.Events, bus.Conn, idx, n.metrics, n.log)
-	} else {
-		plane, err = eventplane.New(n.cfg.Events, bus.Conn, nil, n.metrics, n.log)
-	}
+	plane, err := eventplane.New(n.cfg.Events, bus.Conn, plIdx, n.metrics, n.log)
 	if err != nil {
 		return err
 	}
 	reg := plane.Registry()
 	n.reg.Store(reg)
-	disp, err := dispatch.New(n.cfg.Dispatch, engines{reg}, idx, n.metrics, n.log)
+	// A cluster member serves once it has caught up with the leader and
+	// its registry knows the fleet: before that a bound engine it has not
+	// heard of would look departed, and the binding would move. (A single
+	// node's bindings do not outlive it, so it serves at once.)
+	ready := func() bool {
+		return cl == nil || (plane.Discovered() && cl.cn.CaughtUp())
+	}
+	n.serving = ready
+	if cl != nil {
+		n.clusterNode.Store(cl.cn)
+	}
+	disp, err := dispatch.New(n.cfg.Dispatch, engines{r: reg, ready: ready}, idx, n.metrics, n.log, opts...)
 	if err != nil {
 		return err
 	}
@@ -123,7 +156,7 @@ func (n *Node) Run(ctx context.Context) error {
 
 func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventplane.Registry) error {
 	fcfg := n.cfg.Frontend
-	fcfg.Ready = func() bool { return len(reg.Engines()) > 0 }
+	fcfg.Ready = func() bool { return n.serving() && len(reg.Engines()) > 0 }
 	shutdownTracing, err := n.tracing(ctx, &fcfg)
 	if err != nil {
 		return err
@@ -176,13 +209,22 @@ func (n *Node) natsState(up bool) {
 }
 
 // engines adapts the event plane's registry to what the dispatcher reads.
-type engines struct{ r *eventplane.Registry }
+// Until ready reports true it offers no workers, so that a node that has
+// not caught up answers 503 instead of routing on partial knowledge.
+type engines struct {
+	r     *eventplane.Registry
+	ready func() bool
+}
 
 var _ dispatch.Engines = engines{}
 var _ dispatch.LoadReporter = engines{}
 
 func (e engines) Workers(model string) ([]routing.WorkerInfo, bool) {
-	return e.r.Workers(model), slices.Contains(e.r.Models(), model)
+	known := slices.Contains(e.r.Models(), model)
+	if !e.ready() {
+		return nil, known
+	}
+	return e.r.Workers(model), known
 }
 
 func (e engines) Endpoint(id routing.WorkerID) (string, bool) { return e.r.Endpoint(id) }

@@ -18,7 +18,9 @@
 // applied raft index and term, without a WAL sync: the raft log replays
 // them after a crash, and because the index shares the batch, the stored
 // applied index never runs ahead of the data it covers. Sync and Snapshot
-// sync the WAL so nothing raft may compact away is lost.
+// sync the WAL so nothing raft may compact away is lost; Flush writes the
+// memtables to sstables, so the next open replays no WAL (a graceful
+// shutdown, and the restart benchmarks).
 //
 // Snapshots are logical (see snapformat.go): a checksummed header with the
 // format version, applied index and term; typed, length-prefixed records;

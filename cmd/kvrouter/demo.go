@@ -27,9 +27,10 @@ func newDemoCmd() *cobra.Command {
 		Short: "Compare routing policies on the bundled trace: simulated, then live over HTTP",
 		Long: `demo needs nothing but this binary. It first replays the bundled Mooncake trace on a
 virtual clock through the routing core and simulated engines, once per policy, and prints
-the comparison. Then it starts a live fleet on loopback (embedded NATS, one router node,
-simulated engines serving HTTP) and replays the start of the trace through the node's
-OpenAI-compatible API with a real client, once with kv and once with round-robin.
+the comparison. Then it starts a live DC on loopback (embedded NATS,
+simulated engines serving HTTP, a 3-node router cluster in raft) and replays the start of
+the trace through the nodes' OpenAI-compatible API with a real client, once with kv and once
+with round-robin, killing the raft leader halfway through each replay and restarting it.
 
 With --serve it only starts the live fleet and leaves it running for curl or any OpenAI
 client until interrupted.`,
@@ -69,19 +70,26 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 }
 
 func serveDemo(cmd *cobra.Command, f *demoFlags, log *slog.Logger) error {
-	fleet, err := demo.StartFleet(cmd.Context(), f.live, "kv", log)
+	c, err := demo.Serve(cmd.Context(), f.live, log)
 	if err != nil {
 		return err
 	}
-	defer fleet.Stop()
-	base := fleet.BaseURL()
-	fmt.Fprintf(cmd.OutOrStdout(), `kvrouter demo fleet is up: router node at %s/v1, %d simulated engines serving %q.
-Try:
+	defer c.Stop()
+	nodes := c.Nodes()
+	base := nodes[0][1]
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "kvrouter demo DC is up: a %d-node router cluster and %d simulated engines serving %q.\n",
+		len(nodes), f.live.Engines, mocker.DefaultModel)
+	for _, n := range nodes {
+		fmt.Fprintf(out, "  %s  %s/v1  (cluster API %s)\n", n[0], n[1], n[2])
+	}
+	fmt.Fprintf(out, `Try:
   curl -s %s/v1/models
-  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
+  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' -H 'X-Session-ID: demo-1' \
     -d '{"model":"%s","messages":[{"role":"user","content":"Hello"}],"stream":true}'
+  kvrouter cluster status --addr %s
 Metrics: %s/metrics. Press Ctrl-C to stop.
-`, base, f.live.Engines, mocker.DefaultModel, base, base, mocker.DefaultModel, base)
+`, base, base, mocker.DefaultModel, nodes[0][2], base)
 	<-cmd.Context().Done()
 	return nil
 }

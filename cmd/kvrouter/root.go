@@ -17,7 +17,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd(), newClusterCmd())
 	return root
 }
 

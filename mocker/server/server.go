@@ -173,6 +173,16 @@ func (s *Server) subscribe() ([]*nats.Subscription, error) {
 		}
 		subs = append(subs, sub)
 	}
+	// A router that starts asks for cards; answering at once lets it
+	// serve without waiting a card interval.
+	sub, err := s.nc.Subscribe(kvrpb.SubjectDiscover(s.cfg.DC), func(*nats.Msg) { s.publishCard() })
+	if err != nil {
+		for _, prev := range subs {
+			_ = prev.Unsubscribe()
+		}
+		return nil, fmt.Errorf("subscribe %s: %w", kvrpb.SubjectDiscover(s.cfg.DC), err)
+	}
+	subs = append(subs, sub)
 	// Flush makes the subscriptions effective at the NATS server before
 	// the engine announces itself, so a router's first request is heard.
 	if err := s.nc.Flush(); err != nil {

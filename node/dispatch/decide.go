@@ -29,6 +29,9 @@ func (d *Dispatcher) decide(ctx context.Context, sc *scratch, r *Request) (*Deci
 		if i, err = d.selectWorker(sc, r); err != nil {
 			return nil, err
 		}
+		if i, bound, err = d.bindFirst(ctx, sc, &s, i); err != nil {
+			return nil, err
+		}
 	}
 	return d.book(ctx, sc, r, i, bound, &s)
 }

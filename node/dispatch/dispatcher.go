@@ -41,6 +41,9 @@ type Dispatcher struct {
 	trackers map[int]*load.Tracker
 	workers  map[routing.Worker]*workerGauges
 
+	// authoritative: bindings is an Authoritative store (bind first).
+	authoritative bool
+
 	lastExpire atomic.Int64
 	scratch    sync.Pool
 }
@@ -82,6 +85,9 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 	}
 	for _, o := range opts {
 		o(d)
+	}
+	if a, ok := d.bindings.(Authoritative); ok {
+		d.authoritative = a.Authoritative()
 	}
 	return d, d.buildBindings()
 }

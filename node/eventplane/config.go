@@ -43,6 +43,11 @@ const (
 	// callbacks and the applier; when full, the callbacks block, which
 	// pushes back into the NATS client's pending buffer.
 	DefaultQueueLength = 1024
+	// DefaultDiscoverWait is how long after asking every engine for its
+	// card (kvr.<dc>.discover) the registry counts as complete: two
+	// heartbeat periods, ample for engines that answer within a round
+	// trip, and it also covers engines that only heartbeat.
+	DefaultDiscoverWait = 2 * DefaultHeartbeatInterval
 )
 
 // Config shapes a Plane. Zero fields take the defaults; call
@@ -69,6 +74,9 @@ type Config struct {
 	MaxBufferedEvents int
 	// QueueLength is the applier queue capacity.
 	QueueLength int
+	// DiscoverWait is how long after Start the registry is taken to know
+	// every engine (see Plane.Discovered).
+	DiscoverWait time.Duration
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 }
@@ -78,6 +86,7 @@ type Config struct {
 func (c *Config) EnsureDefaults() *Config {
 	setDur(&c.LivenessTimeout, DefaultLivenessTimeout)
 	setDur(&c.SweepInterval, DefaultSweepInterval)
+	setDur(&c.DiscoverWait, DefaultDiscoverWait)
 	setDur(&c.SnapshotTimeout, DefaultSnapshotTimeout)
 	setDur(&c.SnapshotBackoff, DefaultSnapshotBackoff)
 	setInt(&c.SnapshotAttempts, DefaultSnapshotAttempts)

@@ -23,6 +23,9 @@ const (
 	// statusDropped counts buffered events lost to a buffer overflow or a
 	// failed resync.
 	statusDropped = "dropped"
+	// statusStandby counts events a node ignored because its index does
+	// not accept writes now (a raft follower: the leader ingests them).
+	statusStandby = "standby"
 	statusError   = "error"
 )
 

@@ -55,6 +55,14 @@
 //     snapshot taken when the card arrives covers them, so buffering them
 //     would only cost memory.
 //
+// An Index that implements Gate (the raft-backed index of a router
+// cluster, which only the leader writes) is fed only while it accepts:
+// standing by, the plane counts KV events as "standby", keeps no stream
+// state and requests no snapshots. Once it accepts, the index's cursors
+// (replicated from the previous leader) are the baseline: the first batch
+// of each rank, or its heartbeats one period apart, reveal what the new
+// writer cannot account for, and the rank is resynced.
+//
 // In approximate mode (Config.NoKVEvents) the plane does not subscribe to
 // KV events nor request snapshots; the registry works the same.
 //

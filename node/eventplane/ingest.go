@@ -21,6 +21,26 @@ type Index interface {
 
 var _ Index = (*index.Exact)(nil)
 
+// Gate is implemented by an Index that accepts writes only at times: a
+// raft-backed index accepts them on the leader, which alone ingests the
+// DC's KV events. While Accepting reports false the plane ignores KV
+// events (status "standby"), forgets its per-rank stream state and starts
+// no resyncs; when it turns true, the next batch or heartbeat of each rank
+// is compared against the index's cursor, so a rank whose events the
+// index cannot account for is resynced.
+type Gate interface {
+	Accepting() bool
+}
+
+// RunIndex is implemented by an Index that takes a rank's events in runs:
+// a raft-backed index proposes a run as one batch instead of one per
+// event. ApplyRun takes events (one rank's, in order) up to the first one
+// it cannot apply and returns how many it took and, when it stopped early,
+// the error Apply would have returned for the event that stopped it.
+type RunIndex interface {
+	ApplyRun(events []routing.Event) (int, error)
+}
+
 // stream is the applier's state of one rank's event stream. The cursor
 // itself lives in the index.
 type stream struct {
@@ -48,11 +68,31 @@ type ingester struct {
 	fetch   func(w routing.Worker, gen uint64)
 	streams map[routing.Worker]*stream
 	gen     uint64
+	// gate is idx as a Gate, or nil when idx always accepts.
+	gate Gate
+	// run is idx as a RunIndex, or nil.
+	run RunIndex
 }
 
 func newIngester(idx Index, reg *Registry, ctr *counters, log *slog.Logger, maxBuf int, fetch func(routing.Worker, uint64)) *ingester {
-	return &ingester{idx: idx, reg: reg, ctr: ctr, log: log, maxBuf: maxBuf, fetch: fetch,
+	g := &ingester{idx: idx, reg: reg, ctr: ctr, log: log, maxBuf: maxBuf, fetch: fetch,
 		streams: make(map[routing.Worker]*stream)}
+	g.gate, _ = idx.(Gate)
+	g.run, _ = idx.(RunIndex)
+	return g
+}
+
+// accepting reports whether the index takes writes now. On false it drops
+// every stream's state, so that nothing learnt while standing by (a
+// resync in flight, a heartbeat id) is trusted when writes resume.
+func (g *ingester) accepting() bool {
+	if g.gate == nil || g.gate.Accepting() {
+		return true
+	}
+	if len(g.streams) > 0 {
+		clear(g.streams)
+	}
+	return false
 }
 
 // handleBatch decodes and applies one KVEventBatch payload. It is the
@@ -76,6 +116,10 @@ func (g *ingester) handleDecoded(w routing.Worker, inc uint64, events []routing.
 		g.ctr.events(events, statusUnregistered)
 		return
 	}
+	if !g.accepting() {
+		g.ctr.events(events, statusStandby)
+		return
+	}
 	s := g.stream(w)
 	if s.resyncing {
 		g.buffer(w, s, events)
@@ -96,8 +140,21 @@ func (g *ingester) stream(w routing.Worker) *stream {
 // applyLive applies events in order. At a gap it starts the rank's resync
 // and buffers the events from the gap on.
 func (g *ingester) applyLive(w routing.Worker, s *stream, events []routing.Event) {
-	for i := range events {
-		err := g.idx.Apply(&events[i])
+	for i := 0; i < len(events); {
+		var err error
+		if g.run != nil {
+			var n int
+			n, err = g.run.ApplyRun(events[i:])
+			if n == 0 && err == nil {
+				err = errors.New("eventplane: the index took no event of a run")
+			}
+			g.ctr.events(events[i:i+n], statusOK)
+			if i += n; err == nil {
+				continue // the whole run was taken: i == len(events)
+			}
+		} else {
+			err = g.idx.Apply(&events[i])
+		}
 		if errors.Is(err, index.ErrGap) {
 			g.ctr.gap()
 			cur, _ := g.idx.Cursor(w)
@@ -107,6 +164,7 @@ func (g *ingester) applyLive(w routing.Worker, s *stream, events []routing.Event
 			return
 		}
 		g.ctr.applied(&events[i], err)
+		i++
 	}
 }
 
@@ -126,7 +184,7 @@ func (g *ingester) buffer(w routing.Worker, s *stream, events []routing.Event) {
 
 // startResync requests a snapshot of the rank unless one is in flight.
 func (g *ingester) startResync(w routing.Worker, s *stream) {
-	if s.resyncing {
+	if s.resyncing || !g.accepting() {
 		return
 	}
 	g.gen++
@@ -209,7 +267,13 @@ func (g *ingester) remove(id routing.WorkerID) {
 func (g *ingester) tail(w routing.Worker, last uint64) {
 	s, ok := g.streams[w]
 	if !ok {
-		return
+		// A gated index learns ranks from heartbeats too: a new leader
+		// must find a lost tail even of a rank that publishes nothing.
+		// (Tails come only from accepted heartbeats of live ranks.)
+		if g.gate == nil || !g.accepting() {
+			return
+		}
+		s = g.stream(w)
 	}
 	prev := s.hbLast
 	s.hbLast = last

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,6 +48,8 @@ type Plane struct {
 	subjReg string
 	subjHB  string
 	subjDel string
+	// started is when the discover request went out (UnixNano; 0 before).
+	started atomic.Int64
 }
 
 // Plane lifecycle states.
@@ -111,6 +114,16 @@ func New(cfg Config, nc *nats.Conn, idx Index, m *metrics.Metrics, log *slog.Log
 	return p, nil
 }
 
+// Discovered reports whether the registry may be taken to know every live
+// engine: Config.DiscoverWait has passed since Start asked all engines
+// for their cards. A router cluster node serves only after it, so that a
+// restarted node does not take a bound engine it has not heard of yet for
+// a departed one.
+func (p *Plane) Discovered() bool {
+	t := p.started.Load()
+	return t != 0 && p.cfg.Now().UnixNano()-t >= int64(p.cfg.DiscoverWait)
+}
+
 // Registry returns the engine registry, the decision path's read API.
 func (p *Plane) Registry() *Registry { return p.reg }
 
@@ -156,6 +169,10 @@ func (p *Plane) subscribe() error {
 	if err := p.nc.Flush(); err != nil {
 		return fmt.Errorf("eventplane: flush subscriptions: %w", err)
 	}
+	if err := p.nc.Publish(kvrpb.SubjectDiscover(p.cfg.DC), nil); err != nil {
+		return fmt.Errorf("eventplane: discover: %w", err)
+	}
+	p.started.Store(p.cfg.Now().UnixNano())
 	p.setConnected()
 	return nil
 }

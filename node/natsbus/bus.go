@@ -85,6 +85,9 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	b := &Bus{}
 	url := cfg.URL
 	if url == "" || url == Embedded {

@@ -667,6 +667,99 @@ func (x *RaftRemoveWorker) GetEngineId() uint64 {
 	return 0
 }
 
+// RaftReplaceRank replaces one rank's KV-event state with an engine
+// snapshot, in order-dependent chunks that each stay below the node's
+// max_command_bytes. The first chunk drops the rank's ownership, engine
+// block ids and cursor before it adds its events; middle chunks add; the
+// last chunk sets the cursor. One chunk may be both first and last.
+type RaftReplaceRank struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	EngineId uint64                 `protobuf:"varint,1,opt,name=engine_id,json=engineId,proto3" json:"engine_id,omitempty"`
+	Rank     uint32                 `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	// events are the snapshot's stored events, encoded as KV events are;
+	// their ids are not used.
+	Events []*KVEvent `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// cursor is the id of the last KV event the snapshot covers; only the
+	// last chunk's value is applied.
+	Cursor        uint64 `protobuf:"varint,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	First         bool   `protobuf:"varint,5,opt,name=first,proto3" json:"first,omitempty"`
+	Last          bool   `protobuf:"varint,6,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftReplaceRank) Reset() {
+	*x = RaftReplaceRank{}
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftReplaceRank) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftReplaceRank) ProtoMessage() {}
+
+func (x *RaftReplaceRank) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftReplaceRank.ProtoReflect.Descriptor instead.
+func (*RaftReplaceRank) Descriptor() ([]byte, []int) {
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RaftReplaceRank) GetEngineId() uint64 {
+	if x != nil {
+		return x.EngineId
+	}
+	return 0
+}
+
+func (x *RaftReplaceRank) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *RaftReplaceRank) GetEvents() []*KVEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *RaftReplaceRank) GetCursor() uint64 {
+	if x != nil {
+		return x.Cursor
+	}
+	return 0
+}
+
+func (x *RaftReplaceRank) GetFirst() bool {
+	if x != nil {
+		return x.First
+	}
+	return false
+}
+
+func (x *RaftReplaceRank) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
 // RaftBinding is one session binding as the FSM holds it.
 type RaftBinding struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -686,7 +779,7 @@ type RaftBinding struct {
 
 func (x *RaftBinding) Reset() {
 	*x = RaftBinding{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[10]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +791,7 @@ func (x *RaftBinding) String() string {
 func (*RaftBinding) ProtoMessage() {}
 
 func (x *RaftBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[10]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +804,7 @@ func (x *RaftBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftBinding.ProtoReflect.Descriptor instead.
 func (*RaftBinding) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{10}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RaftBinding) GetKey() string {
@@ -789,7 +882,7 @@ type RaftResult struct {
 
 func (x *RaftResult) Reset() {
 	*x = RaftResult{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[11]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +894,7 @@ func (x *RaftResult) String() string {
 func (*RaftResult) ProtoMessage() {}
 
 func (x *RaftResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[11]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +907,7 @@ func (x *RaftResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftResult.ProtoReflect.Descriptor instead.
 func (*RaftResult) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{11}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RaftResult) GetCode() uint32 {
@@ -865,7 +958,7 @@ type RaftWorkerRecord struct {
 
 func (x *RaftWorkerRecord) Reset() {
 	*x = RaftWorkerRecord{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[12]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +970,7 @@ func (x *RaftWorkerRecord) String() string {
 func (*RaftWorkerRecord) ProtoMessage() {}
 
 func (x *RaftWorkerRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[12]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +983,7 @@ func (x *RaftWorkerRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftWorkerRecord.ProtoReflect.Descriptor instead.
 func (*RaftWorkerRecord) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{12}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RaftWorkerRecord) GetCard() *WorkerCard {
@@ -934,7 +1027,7 @@ type RaftOwned struct {
 
 func (x *RaftOwned) Reset() {
 	*x = RaftOwned{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[13]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1039,7 @@ func (x *RaftOwned) String() string {
 func (*RaftOwned) ProtoMessage() {}
 
 func (x *RaftOwned) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[13]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1052,7 @@ func (x *RaftOwned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftOwned.ProtoReflect.Descriptor instead.
 func (*RaftOwned) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{13}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RaftOwned) GetEngineHash() uint64 {
@@ -996,7 +1089,7 @@ type RaftRankState struct {
 
 func (x *RaftRankState) Reset() {
 	*x = RaftRankState{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[14]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1101,7 @@ func (x *RaftRankState) String() string {
 func (*RaftRankState) ProtoMessage() {}
 
 func (x *RaftRankState) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[14]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1114,7 @@ func (x *RaftRankState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftRankState.ProtoReflect.Descriptor instead.
 func (*RaftRankState) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{14}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RaftRankState) GetEngineId() uint64 {
@@ -1063,7 +1156,7 @@ type RaftRequestRecord struct {
 
 func (x *RaftRequestRecord) Reset() {
 	*x = RaftRequestRecord{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[15]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1168,7 @@ func (x *RaftRequestRecord) String() string {
 func (*RaftRequestRecord) ProtoMessage() {}
 
 func (x *RaftRequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[15]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1181,7 @@ func (x *RaftRequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftRequestRecord.ProtoReflect.Descriptor instead.
 func (*RaftRequestRecord) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{15}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RaftRequestRecord) GetRequestId() string {
@@ -1123,7 +1216,7 @@ type RaftSnapshotRecord struct {
 
 func (x *RaftSnapshotRecord) Reset() {
 	*x = RaftSnapshotRecord{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[16]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1228,7 @@ func (x *RaftSnapshotRecord) String() string {
 func (*RaftSnapshotRecord) ProtoMessage() {}
 
 func (x *RaftSnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[16]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1241,7 @@ func (x *RaftSnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftSnapshotRecord.ProtoReflect.Descriptor instead.
 func (*RaftSnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{16}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RaftSnapshotRecord) GetRecord() isRaftSnapshotRecord_Record {
@@ -1239,16 +1332,19 @@ func (*RaftSnapshotRecord_Request) isRaftSnapshotRecord_Record() {}
 
 // RaftSnapshotHeader opens a snapshot stream.
 type RaftSnapshotHeader struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Format        uint32                 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Format       uint32                 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// applied_term is the term of the entry at applied_index; 0 in streams
+	// written before it was recorded.
+	AppliedTerm   uint64 `protobuf:"varint,3,opt,name=applied_term,json=appliedTerm,proto3" json:"applied_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RaftSnapshotHeader) Reset() {
 	*x = RaftSnapshotHeader{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[17]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1356,7 @@ func (x *RaftSnapshotHeader) String() string {
 func (*RaftSnapshotHeader) ProtoMessage() {}
 
 func (x *RaftSnapshotHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[17]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1369,7 @@ func (x *RaftSnapshotHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftSnapshotHeader.ProtoReflect.Descriptor instead.
 func (*RaftSnapshotHeader) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{17}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RaftSnapshotHeader) GetFormat() uint32 {
@@ -1290,6 +1386,13 @@ func (x *RaftSnapshotHeader) GetAppliedIndex() uint64 {
 	return 0
 }
 
+func (x *RaftSnapshotHeader) GetAppliedTerm() uint64 {
+	if x != nil {
+		return x.AppliedTerm
+	}
+	return 0
+}
+
 // RaftApplyRequest carries one encoded command from a follower.
 type RaftApplyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1300,7 +1403,7 @@ type RaftApplyRequest struct {
 
 func (x *RaftApplyRequest) Reset() {
 	*x = RaftApplyRequest{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[18]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1415,7 @@ func (x *RaftApplyRequest) String() string {
 func (*RaftApplyRequest) ProtoMessage() {}
 
 func (x *RaftApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[18]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1428,7 @@ func (x *RaftApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftApplyRequest.ProtoReflect.Descriptor instead.
 func (*RaftApplyRequest) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{18}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RaftApplyRequest) GetCommand() []byte {
@@ -1345,7 +1448,7 @@ type RaftApplyResponse struct {
 
 func (x *RaftApplyResponse) Reset() {
 	*x = RaftApplyResponse{}
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[19]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1460,7 @@ func (x *RaftApplyResponse) String() string {
 func (*RaftApplyResponse) ProtoMessage() {}
 
 func (x *RaftApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_kvr_v1_raft_proto_msgTypes[19]
+	mi := &file_proto_kvr_v1_raft_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1473,7 @@ func (x *RaftApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftApplyResponse.ProtoReflect.Descriptor instead.
 func (*RaftApplyResponse) Descriptor() ([]byte, []int) {
-	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{19}
+	return file_proto_kvr_v1_raft_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RaftApplyResponse) GetResult() []byte {
@@ -1430,7 +1533,14 @@ const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\x04pool\x18\x03 \x01(\tR\x04pool\x12,\n" +
 	"\x12stamped_unix_nanos\x18\x04 \x01(\x03R\x10stampedUnixNanos\"/\n" +
 	"\x10RaftRemoveWorker\x12\x1b\n" +
-	"\tengine_id\x18\x01 \x01(\x04R\bengineId\"\xea\x01\n" +
+	"\tengine_id\x18\x01 \x01(\x04R\bengineId\"\xad\x01\n" +
+	"\x0fRaftReplaceRank\x12\x1b\n" +
+	"\tengine_id\x18\x01 \x01(\x04R\bengineId\x12\x12\n" +
+	"\x04rank\x18\x02 \x01(\rR\x04rank\x12'\n" +
+	"\x06events\x18\x03 \x03(\v2\x0f.kvr.v1.KVEventR\x06events\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\x04R\x06cursor\x12\x14\n" +
+	"\x05first\x18\x05 \x01(\bR\x05first\x12\x12\n" +
+	"\x04last\x18\x06 \x01(\bR\x04last\"\xea\x01\n" +
 	"\vRaftBinding\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1d\n" +
 	"\n" +
@@ -1473,10 +1583,11 @@ const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\x06worker\x18\x03 \x01(\v2\x18.kvr.v1.RaftWorkerRecordH\x00R\x06worker\x12+\n" +
 	"\x04rank\x18\x04 \x01(\v2\x15.kvr.v1.RaftRankStateH\x00R\x04rank\x125\n" +
 	"\arequest\x18\x05 \x01(\v2\x19.kvr.v1.RaftRequestRecordH\x00R\arequestB\b\n" +
-	"\x06record\"Q\n" +
+	"\x06record\"t\n" +
 	"\x12RaftSnapshotHeader\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\x12#\n" +
-	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\",\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12!\n" +
+	"\fapplied_term\x18\x03 \x01(\x04R\vappliedTerm\",\n" +
 	"\x10RaftApplyRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\"+\n" +
 	"\x11RaftApplyResponse\x12\x16\n" +
@@ -1496,7 +1607,7 @@ func file_proto_kvr_v1_raft_proto_rawDescGZIP() []byte {
 	return file_proto_kvr_v1_raft_proto_rawDescData
 }
 
-var file_proto_kvr_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_proto_kvr_v1_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_proto_kvr_v1_raft_proto_goTypes = []any{
 	(*RaftSessionRef)(nil),       // 0: kvr.v1.RaftSessionRef
 	(*RaftBindSession)(nil),      // 1: kvr.v1.RaftBindSession
@@ -1508,41 +1619,44 @@ var file_proto_kvr_v1_raft_proto_goTypes = []any{
 	(*RaftKVEvents)(nil),         // 7: kvr.v1.RaftKVEvents
 	(*RaftRegisterWorker)(nil),   // 8: kvr.v1.RaftRegisterWorker
 	(*RaftRemoveWorker)(nil),     // 9: kvr.v1.RaftRemoveWorker
-	(*RaftBinding)(nil),          // 10: kvr.v1.RaftBinding
-	(*RaftResult)(nil),           // 11: kvr.v1.RaftResult
-	(*RaftWorkerRecord)(nil),     // 12: kvr.v1.RaftWorkerRecord
-	(*RaftOwned)(nil),            // 13: kvr.v1.RaftOwned
-	(*RaftRankState)(nil),        // 14: kvr.v1.RaftRankState
-	(*RaftRequestRecord)(nil),    // 15: kvr.v1.RaftRequestRecord
-	(*RaftSnapshotRecord)(nil),   // 16: kvr.v1.RaftSnapshotRecord
-	(*RaftSnapshotHeader)(nil),   // 17: kvr.v1.RaftSnapshotHeader
-	(*RaftApplyRequest)(nil),     // 18: kvr.v1.RaftApplyRequest
-	(*RaftApplyResponse)(nil),    // 19: kvr.v1.RaftApplyResponse
-	(*KVEventBatch)(nil),         // 20: kvr.v1.KVEventBatch
-	(*WorkerCard)(nil),           // 21: kvr.v1.WorkerCard
+	(*RaftReplaceRank)(nil),      // 10: kvr.v1.RaftReplaceRank
+	(*RaftBinding)(nil),          // 11: kvr.v1.RaftBinding
+	(*RaftResult)(nil),           // 12: kvr.v1.RaftResult
+	(*RaftWorkerRecord)(nil),     // 13: kvr.v1.RaftWorkerRecord
+	(*RaftOwned)(nil),            // 14: kvr.v1.RaftOwned
+	(*RaftRankState)(nil),        // 15: kvr.v1.RaftRankState
+	(*RaftRequestRecord)(nil),    // 16: kvr.v1.RaftRequestRecord
+	(*RaftSnapshotRecord)(nil),   // 17: kvr.v1.RaftSnapshotRecord
+	(*RaftSnapshotHeader)(nil),   // 18: kvr.v1.RaftSnapshotHeader
+	(*RaftApplyRequest)(nil),     // 19: kvr.v1.RaftApplyRequest
+	(*RaftApplyResponse)(nil),    // 20: kvr.v1.RaftApplyResponse
+	(*KVEventBatch)(nil),         // 21: kvr.v1.KVEventBatch
+	(*WorkerCard)(nil),           // 22: kvr.v1.WorkerCard
+	(*KVEvent)(nil),              // 23: kvr.v1.KVEvent
 }
 var file_proto_kvr_v1_raft_proto_depIdxs = []int32{
 	0,  // 0: kvr.v1.RaftTouchSessions.sessions:type_name -> kvr.v1.RaftSessionRef
 	0,  // 1: kvr.v1.RaftReleaseSessions.sessions:type_name -> kvr.v1.RaftSessionRef
 	0,  // 2: kvr.v1.RaftExpireSessions.sessions:type_name -> kvr.v1.RaftSessionRef
-	20, // 3: kvr.v1.RaftKVEvents.batches:type_name -> kvr.v1.KVEventBatch
-	21, // 4: kvr.v1.RaftRegisterWorker.card:type_name -> kvr.v1.WorkerCard
-	10, // 5: kvr.v1.RaftResult.binding:type_name -> kvr.v1.RaftBinding
-	21, // 6: kvr.v1.RaftWorkerRecord.card:type_name -> kvr.v1.WorkerCard
-	13, // 7: kvr.v1.RaftRankState.blocks:type_name -> kvr.v1.RaftOwned
-	11, // 8: kvr.v1.RaftRequestRecord.result:type_name -> kvr.v1.RaftResult
-	17, // 9: kvr.v1.RaftSnapshotRecord.header:type_name -> kvr.v1.RaftSnapshotHeader
-	10, // 10: kvr.v1.RaftSnapshotRecord.binding:type_name -> kvr.v1.RaftBinding
-	12, // 11: kvr.v1.RaftSnapshotRecord.worker:type_name -> kvr.v1.RaftWorkerRecord
-	14, // 12: kvr.v1.RaftSnapshotRecord.rank:type_name -> kvr.v1.RaftRankState
-	15, // 13: kvr.v1.RaftSnapshotRecord.request:type_name -> kvr.v1.RaftRequestRecord
-	18, // 14: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
-	19, // 15: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	21, // 3: kvr.v1.RaftKVEvents.batches:type_name -> kvr.v1.KVEventBatch
+	22, // 4: kvr.v1.RaftRegisterWorker.card:type_name -> kvr.v1.WorkerCard
+	23, // 5: kvr.v1.RaftReplaceRank.events:type_name -> kvr.v1.KVEvent
+	11, // 6: kvr.v1.RaftResult.binding:type_name -> kvr.v1.RaftBinding
+	22, // 7: kvr.v1.RaftWorkerRecord.card:type_name -> kvr.v1.WorkerCard
+	14, // 8: kvr.v1.RaftRankState.blocks:type_name -> kvr.v1.RaftOwned
+	12, // 9: kvr.v1.RaftRequestRecord.result:type_name -> kvr.v1.RaftResult
+	18, // 10: kvr.v1.RaftSnapshotRecord.header:type_name -> kvr.v1.RaftSnapshotHeader
+	11, // 11: kvr.v1.RaftSnapshotRecord.binding:type_name -> kvr.v1.RaftBinding
+	13, // 12: kvr.v1.RaftSnapshotRecord.worker:type_name -> kvr.v1.RaftWorkerRecord
+	15, // 13: kvr.v1.RaftSnapshotRecord.rank:type_name -> kvr.v1.RaftRankState
+	16, // 14: kvr.v1.RaftSnapshotRecord.request:type_name -> kvr.v1.RaftRequestRecord
+	19, // 15: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
+	20, // 16: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
+	16, // [16:17] is the sub-list for method output_type
+	15, // [15:16] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_proto_kvr_v1_raft_proto_init() }
@@ -1551,7 +1665,7 @@ func file_proto_kvr_v1_raft_proto_init() {
 		return
 	}
 	file_proto_kvr_v1_eventplane_proto_init()
-	file_proto_kvr_v1_raft_proto_msgTypes[16].OneofWrappers = []any{
+	file_proto_kvr_v1_raft_proto_msgTypes[17].OneofWrappers = []any{
 		(*RaftSnapshotRecord_Header)(nil),
 		(*RaftSnapshotRecord_Binding)(nil),
 		(*RaftSnapshotRecord_Worker)(nil),
@@ -1564,7 +1678,7 @@ func file_proto_kvr_v1_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_kvr_v1_raft_proto_rawDesc), len(file_proto_kvr_v1_raft_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,11 @@ func SubjectHeartbeat(dc string) string { return "kvr." + dc + ".workers.heartbe
 // SubjectDeregister is where engines announce a clean shutdown.
 func SubjectDeregister(dc string) string { return "kvr." + dc + ".workers.deregister" }
 
+// SubjectDiscover is where a router node that starts asks every engine of
+// the DC to publish its WorkerCard now (the payload is empty), so that it
+// learns the fleet within one round trip instead of one card interval.
+func SubjectDiscover(dc string) string { return "kvr." + dc + ".discover" }
+
 // SubjectKV is where one rank publishes its KVEventBatch stream.
 func SubjectKV(dc string, engine uint64, rank uint32) string {
 	return fmt.Sprintf("kvr.%s.kv.%d.%d", dc, engine, rank)

@@ -1,0 +1,41 @@
+// Package chaos is the fault-injection suite of a DC's router cluster:
+// real `kvrouter node` processes on loopback, in raft over real TCP with
+// Pebble on disk, a real NATS server and simulated engines, driven by
+// concurrent clients while processes are killed with SIGKILL and
+// restarted.
+//
+// # What it checks
+//
+// Every client operation is a routed request of one session in hard
+// affinity mode, recorded with its call and return times on one monotonic
+// clock: the engine that served it, or "indeterminate" when the request
+// failed after it may have reached a node. While engines stay alive a
+// session in hard mode is a write-once register (the first request binds
+// it, every later one must be served by the bound engine), so:
+//
+//   - the history must be linearizable against that model, partitioned by
+//     session, checked with porcupine (an indeterminate operation may or
+//     may not have bound the session, to any engine);
+//   - no session may be served by two different engines (the affinity
+//     violations the issue counts);
+//   - every acknowledged binding must survive: after the faults, each
+//     session that was served is routed again through every node and must
+//     land on its engine (acknowledged binds lost).
+//
+// A failed connection (nothing listened) is not recorded: the request
+// never reached a node and cannot have bound anything.
+//
+// # How it runs
+//
+// TestMain builds the kvrouter binary once into a temporary directory.
+// The NATS server and the engines run inside the test process (they are
+// not under test); the router nodes are child processes whose logs are
+// kept in the test's temporary directory and printed on failure. Durations
+// are short in `make test` and longer under `make chaos`
+// (KVR_CHAOS_SECONDS). Seeds are fixed and printed; KVR_CHAOS_SEED
+// replays one. On a linearizability failure the porcupine visualisation
+// is written next to the logs.
+//
+// The scenarios are named after the reliability plan: S01 kills the leader
+// during binds; FullRestart kills every node at once and restarts them.
+package chaos

@@ -1,0 +1,258 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+)
+
+// binary is the kvrouter executable TestMain built.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kvrouter-chaos-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "kvrouter")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", binary, "github.com/kvrouter/kvrouter/cmd/kvrouter")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building kvrouter:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// member is one router node process.
+type member struct {
+	id, http, raft, api, dir string
+	log                      string
+	cmd                      *exec.Cmd
+	exited                   chan struct{}
+	starts                   int
+}
+
+// dc is a DC's router cluster as processes, with its NATS server and
+// engines in this process.
+type dc struct {
+	t       *testing.T
+	nats    string
+	members []*member
+	engines int
+	mu      sync.Mutex
+}
+
+// startDC starts NATS, the engines and three node processes, and waits
+// until every node is ready.
+func startDC(t *testing.T, engines int) *dc {
+	t.Helper()
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dc{t: t, nats: bus.URL(), engines: engines}
+	ectx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		for _, m := range d.members {
+			d.kill(m)
+		}
+		if t.Failed() {
+			d.dumpLogs()
+		}
+		cancel()
+		wg.Wait()
+		bus.Close()
+	})
+	for id := range engines {
+		startEngine(t, ectx, &wg, d.nats, uint64(id+1))
+	}
+	root := t.TempDir()
+	var peers []string
+	for i := range 3 {
+		m := &member{id: fmt.Sprintf("n%d", i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}
+		m.dir = filepath.Join(root, m.id)
+		m.log = filepath.Join(root, m.id+".log")
+		peers = append(peers, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.api))
+		d.members = append(d.members, m)
+	}
+	for _, m := range d.members {
+		d.start(m, strings.Join(peers, ","))
+	}
+	for _, m := range d.members {
+		d.waitReady(m, 60*time.Second)
+	}
+	return d
+}
+
+func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url string, id uint64) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	bus, err := natsbus.Open(natsbus.Config{URL: url}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{EngineID: id, Engine: mocker.Config{SpeedUp: 1000, BlockSize: 16}}, bus.Conn, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		defer bus.Close()
+		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+			t.Errorf("engine %d: %v", id, err)
+		}
+	})
+}
+
+// start launches the member's process, appending to its log.
+func (d *dc) start(m *member, peers string) {
+	d.t.Helper()
+	logf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	m.cmd = exec.Command(binary, "node", "--dc", "dc1", "--node-id", m.id, "--http-addr", m.http,
+		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
+		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
+		"--log-level", "info")
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	if err := m.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	m.starts++
+	m.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	}(m.cmd, m.exited)
+}
+
+// restart starts a killed member again on its data directory.
+func (d *dc) restart(m *member) {
+	d.t.Helper()
+	var peers []string
+	for _, o := range d.members {
+		peers = append(peers, fmt.Sprintf("%s=%s/%s", o.id, o.raft, o.api))
+	}
+	d.start(m, strings.Join(peers, ","))
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (d *dc) kill(m *member) {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.exited
+	m.cmd = nil
+}
+
+func (d *dc) alive(m *member) bool { return m.cmd != nil }
+
+// waitReady polls the member's /ready until it answers 200.
+func (d *dc) waitReady(m *member, within time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	c := http.Client{Timeout: time.Second}
+	for {
+		resp, err := c.Get("http://" + m.http + "/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("%s not ready within %v", m.id, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leader asks each live member's cluster API for the leader's id.
+func (d *dc) leader() *member {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range d.members {
+			if !d.alive(m) {
+				continue
+			}
+			out, err := exec.Command(binary, "cluster", "status", "--addr", m.api, "--timeout", "2s").CombinedOutput()
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				f := strings.Fields(line)
+				if len(f) == 5 && f[4] == "true" {
+					for _, l := range d.members {
+						if l.id == f[0] && d.alive(l) {
+							return l
+						}
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.t.Fatal("no leader found")
+	return nil
+}
+
+// dumpLogs prints the tail of every member's log.
+func (d *dc) dumpLogs() {
+	for _, m := range d.members {
+		b, err := os.ReadFile(m.log)
+		if err != nil {
+			continue
+		}
+		lines := bytes.Split(b, []byte("\n"))
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		d.t.Logf("---- %s (%s) ----\n%s", m.id, m.log, bytes.Join(lines, []byte("\n")))
+	}
+}

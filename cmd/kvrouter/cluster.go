@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kvrouter/kvrouter/node"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// clusterFlags are the options every `kvrouter cluster` subcommand shares.
+type clusterFlags struct {
+	addr                string
+	timeout             time.Duration
+	tlsCert, tlsKey, ca string
+}
+
+func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, func(), context.Context, context.CancelFunc, error) {
+	if f.addr == "" {
+		return nil, nil, nil, nil, fmt.Errorf("--addr: the cluster API address of a member is required")
+	}
+	creds := insecure.NewCredentials()
+	if f.tlsCert != "" || f.tlsKey != "" || f.ca != "" {
+		_, client, err := node.ClusterTLS(f.tlsCert, f.tlsKey, f.ca)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		creds = credentials.NewTLS(client)
+	}
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("--addr %s: %w", f.addr, err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	return kvrpb.NewClusterAdminClient(conn), func() { _ = conn.Close() }, ctx, cancel, nil
+}
+
+func newClusterCmd() *cobra.Command {
+	var f clusterFlags
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect and change a DC's router cluster: status, join, leave",
+		Long: `cluster talks to a router node's cluster API (--cluster-api-addr of kvrouter node).
+Join and leave may be sent to any member: a follower relays them to the leader.`,
+	}
+	cmd.PersistentFlags().StringVar(&f.addr, "addr", "127.0.0.1:7101", "cluster API address of any member")
+	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 10*time.Second, "deadline of the call")
+	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "client certificate for a cluster with mutual TLS (with --tls-key and --tls-ca)")
+	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "private key of --tls-cert")
+	cmd.PersistentFlags().StringVar(&f.ca, "tls-ca", "", "CA certificate of the cluster")
+
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Print a member's view: raft state, leader, indexes, members, readiness",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, closeConn, ctx, cancel, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			defer cancel()
+			st, err := c.Status(ctx, &kvrpb.AdminStatusRequest{})
+			if err != nil {
+				return fmt.Errorf("status from %s: %w", f.addr, err)
+			}
+			return printStatus(cmd.OutOrStdout(), st, asJSON)
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var join kvrpb.AdminJoinRequest
+	joinCmd := &cobra.Command{
+		Use:   "join",
+		Short: "Add a member (a voter, or with --nonvoter a replica that does not vote)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, closeConn, ctx, cancel, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			defer cancel()
+			res, err := c.Join(ctx, &join)
+			if err != nil {
+				return fmt.Errorf("join %s: %w", join.GetId(), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s joined (leader %s)\n", join.GetId(), res.GetLeaderId())
+			return nil
+		},
+	}
+	joinCmd.Flags().StringVar(&join.Id, "id", "", "the new member's node id")
+	joinCmd.Flags().StringVar(&join.RaftAddr, "raft-addr", "", "the new member's raft address")
+	joinCmd.Flags().StringVar(&join.ApiAddr, "api-addr", "", "the new member's cluster API address")
+	joinCmd.Flags().BoolVar(&join.Nonvoter, "nonvoter", false, "add a member that replicates without voting")
+
+	var leaveID string
+	leave := &cobra.Command{
+		Use:   "leave",
+		Short: "Remove a member",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, closeConn, ctx, cancel, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			defer cancel()
+			res, err := c.Leave(ctx, &kvrpb.AdminLeaveRequest{Id: leaveID})
+			if err != nil {
+				return fmt.Errorf("leave %s: %w", leaveID, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s left (leader %s)\n", leaveID, res.GetLeaderId())
+			return nil
+		},
+	}
+	leave.Flags().StringVar(&leaveID, "id", "", "the member to remove")
+	cmd.AddCommand(status, joinCmd, leave)
+	return cmd
+}
+
+func printStatus(w io.Writer, st *kvrpb.AdminStatusResponse, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(w, "node %s (dc %s): %s, leader %s, term %d, ready %v\n", st.GetNodeId(), st.GetDc(), st.GetState(),
+		orNone(st.GetLeaderId()), st.GetTerm(), st.GetReady())
+	fmt.Fprintf(w, "log: last %d, commit %d, applied %d; sessions %d; state hash %016x\n", st.GetLastLogIndex(),
+		st.GetCommitIndex(), st.GetAppliedIndex(), st.GetSessions(), st.GetStateHash())
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tSUFFRAGE\tLEADER")
+	for _, m := range st.GetMembers() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetId(), m.GetRaftAddr(), orNone(m.GetApiAddr()), m.GetSuffrage(), m.GetLeader())
+	}
+	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,251 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// adminServer is the ClusterAdmin service of one node.
+type adminServer struct {
+	kvrpb.UnimplementedClusterAdminServer
+	n *Node
+}
+
+// RegisterAdmin registers the ClusterAdmin service (status, join, leave)
+// on s, which should be the server that carries RegisterForwarding.
+func (n *Node) RegisterAdmin(s grpc.ServiceRegistrar) {
+	kvrpb.RegisterClusterAdminServer(s, &adminServer{n: n})
+}
+
+// Status reports this node's view of the cluster.
+func (s *adminServer) Status(context.Context, *kvrpb.AdminStatusRequest) (*kvrpb.AdminStatusResponse, error) {
+	return s.n.Status()
+}
+
+// Status is this node's view of the cluster: raft state, indexes, members
+// and readiness.
+func (n *Node) Status() (*kvrpb.AdminStatusResponse, error) {
+	stats := n.raft.Stats()
+	_, leader := n.raft.LeaderWithID()
+	members, err := n.Members()
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	applied, hash := n.fsm.StateHash()
+	out := &kvrpb.AdminStatusResponse{
+		NodeId: n.cfg.NodeID, Dc: n.cfg.DC, State: n.raft.State().String(), LeaderId: string(leader),
+		LeaderApiAddr: n.apiAddr(leader), Term: statUint(stats, "term"), AppliedIndex: applied,
+		CommitIndex: statUint(stats, "commit_index"), LastLogIndex: n.raft.LastIndex(),
+		Ready: n.CaughtUp(), Sessions: uint64(n.fsm.NumSessions()), StateHash: hash,
+	}
+	for _, m := range members {
+		out.Members = append(out.Members, &kvrpb.AdminMember{Id: string(m.ID), RaftAddr: string(m.Address),
+			ApiAddr: n.apiAddr(m.ID), Suffrage: suffrage(m.Suffrage), Leader: m.ID == leader})
+	}
+	return out, nil
+}
+
+func statUint(stats map[string]string, key string) uint64 {
+	v, _ := strconv.ParseUint(stats[key], 10, 64)
+	return v
+}
+
+func suffrage(s raft.ServerSuffrage) string {
+	switch s {
+	case raft.Voter:
+		return "voter"
+	case raft.Nonvoter:
+		return "nonvoter"
+	}
+	return "staging"
+}
+
+func (n *Node) apiAddr(id raft.ServerID) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.apis[id]
+}
+
+// CaughtUp reports whether the node may serve: a leader once it passed
+// its barrier; a follower once it knows a leader and has applied every
+// entry that leader reported committed. It stays true once reached (a
+// follower that loses its leader later still answers from its applied
+// state; writes go through raft and fail or wait there), so a restarted
+// node serves nothing until it has caught up, and a running node does not
+// flap with every election.
+func (n *Node) CaughtUp() bool {
+	if n.caughtUp.Load() {
+		return true
+	}
+	ok := false
+	if n.raft.State() == raft.Leader {
+		ok = n.Ready()
+	} else if _, id := n.raft.LeaderWithID(); id != "" {
+		commit := statUint(n.raft.Stats(), "commit_index")
+		ok = commit > 0 && n.raft.AppliedIndex() >= commit
+	}
+	if ok {
+		n.caughtUp.Store(true)
+		n.log.Info("caught up; serving", "index", n.fsm.AppliedIndex())
+	}
+	return ok
+}
+
+// Join adds a member; on a follower it relays the call to the leader.
+func (s *adminServer) Join(ctx context.Context, req *kvrpb.AdminJoinRequest) (*kvrpb.AdminJoinResponse, error) {
+	if req.GetId() == "" || req.GetRaftAddr() == "" || req.GetApiAddr() == "" {
+		return nil, status.Error(codes.InvalidArgument, "join: id, raft_addr and api_addr are required")
+	}
+	if leader, err := s.relay(ctx); err != nil || leader != nil {
+		if err != nil {
+			return nil, err
+		}
+		return leader.Join(ctx, req)
+	}
+	p := Peer{ID: req.GetId(), RaftAddr: req.GetRaftAddr(), APIAddr: req.GetApiAddr()}
+	var err error
+	if req.GetNonvoter() {
+		err = s.n.AddNonvoter(p)
+	} else {
+		err = s.n.AddVoter(p)
+	}
+	if err != nil {
+		return nil, adminStatus(err)
+	}
+	s.n.log.Info("member joined", "member", p.ID, "raft_addr", p.RaftAddr, "nonvoter", req.GetNonvoter())
+	return &kvrpb.AdminJoinResponse{LeaderId: s.n.cfg.NodeID}, nil
+}
+
+// Leave removes a member; on a follower it relays the call to the leader.
+func (s *adminServer) Leave(ctx context.Context, req *kvrpb.AdminLeaveRequest) (*kvrpb.AdminLeaveResponse, error) {
+	if req.GetId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "leave: id is required")
+	}
+	if leader, err := s.relay(ctx); err != nil || leader != nil {
+		if err != nil {
+			return nil, err
+		}
+		return leader.Leave(ctx, req)
+	}
+	if err := s.n.RemoveServer(req.GetId()); err != nil {
+		return nil, adminStatus(err)
+	}
+	s.n.log.Info("member left", "member", req.GetId())
+	return &kvrpb.AdminLeaveResponse{LeaderId: s.n.cfg.NodeID}, nil
+}
+
+// relay returns nil on the leader, and otherwise a client of the leader's
+// admin service with ctx marked as relayed; a relayed call that reaches a
+// follower is refused, never relayed twice.
+func (s *adminServer) relay(ctx context.Context) (kvrpb.ClusterAdminClient, error) {
+	if s.n.IsLeader() {
+		return nil, nil
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(forwardedKey)) > 0 {
+		return nil, status.Error(codes.Aborted, ErrForwardLoop.Error())
+	}
+	_, id := s.n.raft.LeaderWithID()
+	if id == "" {
+		return nil, status.Error(codes.Unavailable, ErrNoLeader.Error())
+	}
+	cc, err := s.n.conn(id)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return relayClient{kvrpb.NewClusterAdminClient(cc), s.n.cfg.NodeID}, nil
+}
+
+// relayClient marks its calls as relayed.
+type relayClient struct {
+	c    kvrpb.ClusterAdminClient
+	from string
+}
+
+func (r relayClient) Status(ctx context.Context, in *kvrpb.AdminStatusRequest, o ...grpc.CallOption) (*kvrpb.AdminStatusResponse, error) {
+	return r.c.Status(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+}
+
+func (r relayClient) Join(ctx context.Context, in *kvrpb.AdminJoinRequest, o ...grpc.CallOption) (*kvrpb.AdminJoinResponse, error) {
+	return r.c.Join(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+}
+
+func (r relayClient) Leave(ctx context.Context, in *kvrpb.AdminLeaveRequest, o ...grpc.CallOption) (*kvrpb.AdminLeaveResponse, error) {
+	return r.c.Leave(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+}
+
+// adminStatus maps a membership error to a gRPC status.
+func adminStatus(err error) error {
+	switch {
+	case errors.Is(err, ErrNoLeader):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, ErrIndeterminate):
+		return status.Error(codes.Unknown, err.Error())
+	}
+	return status.Error(codes.Internal, fmt.Sprintf("membership change: %v", err))
+}
+
+// LeaderEpoch counts the times this node became a ready leader. A writer
+// that caches state derived from its own proposals (the leader's KV-event
+// cursors) drops it when the epoch changes: proposals of an earlier term
+// may have been lost.
+func (n *Node) LeaderEpoch() uint64 { return n.epoch.Load() }
+
+// SyncPeerAPIs keeps the node's directory of members' cluster API
+// addresses complete until ctx ends: every interval it asks each member
+// whose address it knows for its view and records the addresses it did
+// not know. Static peers know each other from their configuration; a
+// member added by Join is known at first only to the leader that added
+// it (and knows the members it asked while joining), so without this a
+// follower could not forward writes once the new member leads.
+func (n *Node) SyncPeerAPIs(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		members, err := n.Members()
+		if err != nil {
+			continue
+		}
+		for _, m := range members {
+			if m.ID == raft.ServerID(n.cfg.NodeID) || n.apiAddr(m.ID) == "" {
+				continue
+			}
+			n.learnAPIs(ctx, m.ID)
+		}
+	}
+}
+
+// learnAPIs records the API addresses member id knows.
+func (n *Node) learnAPIs(ctx context.Context, id raft.ServerID) {
+	cc, err := n.conn(id)
+	if err != nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.HeartbeatTimeout)
+	defer cancel()
+	st, err := kvrpb.NewClusterAdminClient(cc).Status(cctx, &kvrpb.AdminStatusRequest{})
+	if err != nil {
+		return
+	}
+	for _, m := range st.GetMembers() {
+		if m.GetApiAddr() != "" && n.apiAddr(raft.ServerID(m.GetId())) == "" {
+			n.SetPeerAPI(m.GetId(), m.GetApiAddr())
+			n.log.Info("learnt a member's cluster API address", "member", m.GetId(), "api_addr", m.GetApiAddr())
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
+	"github.com/kvrouter/kvrouter/routing/wire"
+)
+
+// raftIngest is the event plane's index on a cluster member: KV events go
+// through raft, so that every node applies the same ownership. Only the
+// ready leader accepts them (eventplane.Gate); followers stand by and
+// route from the index their FSM applies.
+//
+// The leader checks each event against its proposed cursor, with the
+// index's rules (next id, restart at 1, stale, gap), before it queues the
+// event in the batcher, so the log carries no gap the FSM would drop. The
+// proposed cursors start from the replicated ones whenever the node
+// becomes leader (consensus.Node.LeaderEpoch changes): what an earlier
+// term proposed may not have committed.
+//
+// It is confined to the plane's applier goroutine, except Accepting and
+// Cursor, which the plane also calls there; the mutex guards against
+// misuse only.
+type raftIngest struct {
+	cn  *consensus.Node
+	b   *consensus.Batcher
+	log *slog.Logger
+
+	mu      sync.Mutex
+	epoch   uint64
+	cursors map[routing.Worker]uint64
+}
+
+var (
+	_ eventplane.Index = (*raftIngest)(nil)
+	_ eventplane.Gate  = (*raftIngest)(nil)
+)
+
+func newRaftIngest(cn *consensus.Node, b *consensus.Batcher, log *slog.Logger) *raftIngest {
+	return &raftIngest{cn: cn, b: b, log: log, cursors: map[routing.Worker]uint64{}}
+}
+
+// resyncTimeout bounds the raft writes of one resync or removal, which
+// run on the applier goroutine.
+const resyncTimeout = 10 * time.Second
+
+// Accepting implements eventplane.Gate: the ready leader ingests.
+func (r *raftIngest) Accepting() bool { return r.cn.Ready() }
+
+// sync drops the proposed cursors when leadership changed hands.
+func (r *raftIngest) sync() {
+	if e := r.cn.LeaderEpoch(); e != r.epoch {
+		r.epoch = e
+		clear(r.cursors)
+	}
+}
+
+// cursor is the proposed cursor of w, or the replicated one.
+func (r *raftIngest) cursor(w routing.Worker) uint64 {
+	if c, ok := r.cursors[w]; ok {
+		return c
+	}
+	c, _ := r.cn.FSM().Cursor(w)
+	return c
+}
+
+// Apply implements eventplane.Index: it checks the event's id and queues
+// it for the next raft entry.
+func (r *raftIngest) Apply(ev *routing.Event) error {
+	_, err := r.ApplyRun([]routing.Event{*ev})
+	return err
+}
+
+// ApplyRun implements eventplane.RunIndex: it takes the events that
+// continue the rank's proposed cursor and queues them as one batch.
+func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.cn.Ready() {
+		return 0, fmt.Errorf("%w: not the leader", consensus.ErrNoLeader)
+	}
+	r.sync()
+	w := events[0].Worker
+	cur := r.cursor(w)
+	n := 0
+	var stop error
+	for i := range events {
+		ev := &events[i]
+		if ev.Worker != w {
+			stop = fmt.Errorf("%w: run mixes workers %v and %v", routing.ErrBadEvent, w, ev.Worker)
+			break
+		}
+		if stop = checkNext(ev, cur); stop != nil {
+			break
+		}
+		if stop = ev.Validate(); stop != nil {
+			break
+		}
+		cur, n = ev.ID, n+1 // cur follows the run for checkNext
+	}
+	// A drained resync buffer may be longer than one wire batch.
+	for lo := 0; lo < n; lo += wire.MaxEventsPerBatch {
+		hi := min(lo+wire.MaxEventsPerBatch, n)
+		if err := r.b.Add(wire.EncodeBatch(w, 0, events[lo:hi])); err != nil {
+			return lo, err
+		}
+		r.cursors[w] = events[hi-1].ID
+	}
+	return n, stop
+}
+
+// checkNext applies the index's cursor rules: the next id, or 1 after a
+// restart; anything lower is stale, anything higher a gap.
+func checkNext(ev *routing.Event, cur uint64) error {
+	switch {
+	case ev.ID == cur+1, ev.ID == 1 && cur > 1:
+		return nil
+	case ev.ID <= cur:
+		return fmt.Errorf("%w: worker %v event %d, cursor %d", index.ErrStale, ev.Worker, ev.ID, cur)
+	}
+	return fmt.Errorf("%w: worker %v event %d, cursor %d", index.ErrGap, ev.Worker, ev.ID, cur)
+}
+
+// ReplaceWorker implements eventplane.Index: the batcher's queued events
+// are proposed first, so the replacement follows them in the log, then
+// the snapshot goes through raft in chunks.
+func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cursor uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.cn.Ready() {
+		return fmt.Errorf("%w: not the leader", consensus.ErrNoLeader)
+	}
+	r.sync()
+	ctx, cancel := context.WithTimeout(context.Background(), resyncTimeout)
+	defer cancel()
+	if _, err := r.b.Flush(ctx); err != nil {
+		return err
+	}
+	delete(r.cursors, w)
+	if err := r.cn.ReplaceRank(ctx, w, events, cursor); err != nil {
+		return err
+	}
+	r.cursors[w] = cursor
+	return nil
+}
+
+// RemoveEngine implements eventplane.Index: the leader removes the
+// engine's blocks, cursors and card through raft.
+func (r *raftIngest) RemoveEngine(id routing.WorkerID) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.cursors {
+		if w.ID == id {
+			delete(r.cursors, w)
+		}
+	}
+	if !r.cn.Ready() {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resyncTimeout)
+	defer cancel()
+	if _, err := r.b.Flush(ctx); err != nil {
+		r.log.Warn("removing an engine: flushing events", "engine", id, "err", err)
+	}
+	if _, err := r.cn.RemoveWorker(ctx, id); err != nil {
+		r.log.Warn("removing an engine through raft", "engine", id, "err", err)
+	}
+	return 0
+}
+
+// Cursor implements eventplane.Index.
+func (r *raftIngest) Cursor(w routing.Worker) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sync()
+	if c, ok := r.cursors[w]; ok {
+		return c, true
+	}
+	return r.cn.FSM().Cursor(w)
+}

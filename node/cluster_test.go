@@ -1,0 +1,436 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"path/filepath"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"encoding/json"
+	"fmt"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+)
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// dcCluster is three router nodes of one DC in raft, sharing one NATS
+// server with three engines, all in this process on loopback.
+type dcCluster struct {
+	t      *testing.T
+	url    string
+	cfgs   []node.Config
+	nodes  []*node.Node
+	stops  []context.CancelFunc
+	dones  []chan struct{}
+	engCtx context.Context
+	wg     sync.WaitGroup
+}
+
+func startDCCluster(t *testing.T, engines int, tweaks ...func(*node.Config)) *dcCluster {
+	t.Helper()
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &dcCluster{t: t, url: bus.URL()}
+	ectx, cancel := context.WithCancel(context.Background())
+	c.engCtx = ectx
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+		cancel()
+		c.wg.Wait()
+		bus.Close()
+	})
+	var peers []string
+	for i := range 3 {
+		cfg := node.DefaultConfig()
+		cfg.NodeID = fmt.Sprintf("n%d", i+1)
+		cfg.HTTPAddr, cfg.NATS = freeAddr(t), c.url
+		cfg.Dispatch.AffinityTTL = time.Minute
+		cc := &cfg.Cluster
+		cc.RaftAddr, cc.APIAddr, cc.DataDir = freeAddr(t), freeAddr(t), t.TempDir()
+		cc.Bootstrap = true
+		for _, tw := range tweaks {
+			tw(&cfg)
+		}
+		peers = append(peers, fmt.Sprintf("%s=%s/%s", cfg.NodeID, cc.RaftAddr, cc.APIAddr))
+		c.cfgs = append(c.cfgs, cfg)
+	}
+	c.nodes, c.stops, c.dones = make([]*node.Node, 3), make([]context.CancelFunc, 3), make([]chan struct{}, 3)
+	for i := range c.cfgs {
+		c.cfgs[i].Cluster.Peers = peers
+		c.start(i)
+	}
+	for id := range engines {
+		c.startEngine(uint64(id + 1))
+	}
+	for i := range c.nodes {
+		c.waitReady(i)
+	}
+	return c
+}
+
+// start runs node i (again), on its data directory.
+func (c *dcCluster) start(i int) {
+	c.t.Helper()
+	n, err := node.New(c.cfgs[i], testLogger())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	c.nodes[i], c.stops[i], c.dones[i] = n, cancel, done
+	go func() {
+		defer close(done)
+		if err := n.Run(ctx); err != nil {
+			c.t.Errorf("node %d: %v", i, err)
+		}
+	}()
+	if err := n.WaitReady(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// stop stops node i and waits for it.
+func (c *dcCluster) stop(i int) {
+	if c.stops[i] != nil {
+		c.stops[i]()
+		<-c.dones[i]
+		c.stops[i] = nil
+	}
+}
+
+func (c *dcCluster) startEngine(id uint64) {
+	c.t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	bus, err := natsbus.Open(natsbus.Config{URL: c.url}, log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond,
+		Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}, bus.Conn, log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.wg.Go(func() {
+		defer bus.Close()
+		if err := srv.Serve(c.engCtx, ln); err != nil && c.engCtx.Err() == nil {
+			c.t.Errorf("engine %d: %v", id, err)
+		}
+	})
+}
+
+// waitReady waits until node i answers /ready with 200.
+func (c *dcCluster) waitReady(i int) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + c.nodes[i].Addr().String() + "/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d not ready", i)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *dcCluster) leader() int {
+	for i, n := range c.nodes {
+		if c.stops[i] != nil && n.Cluster() != nil && n.Cluster().IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// complete sends a completion to node i and returns the serving engine.
+func (c *dcCluster) complete(i int, session string, tokens []int) string {
+	c.t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": tokens, "max_tokens": 2})
+	req, _ := http.NewRequest("POST", "http://"+c.nodes[i].Addr().String()+"/v1/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Session-ID", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		c.t.Fatalf("node %d: status %d: %s", i, resp.StatusCode, b)
+	}
+	return resp.Header.Get("X-Kvrouter-Worker")
+}
+
+// indexesAgree reports whether every running node's FSM holds blocks and
+// all report the same state hash at the same applied index.
+func (c *dcCluster) indexesAgree() bool {
+	var idx0, h0 uint64
+	for i, n := range c.nodes {
+		cn := n.Cluster()
+		if c.stops[i] == nil || cn == nil || cn.FSM().Index().Stats().Pairs == 0 {
+			return false
+		}
+		idx, h := cn.FSM().StateHash()
+		if i == 0 {
+			idx0, h0 = idx, h
+		} else if idx != idx0 || h != h0 {
+			return false
+		}
+	}
+	return true
+}
+
+func tokens(seed, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (seed*7919 + i*31) % 32000
+	}
+	return out
+}
+
+// TestClusterRoutesFromReplicatedState checks that KV events ingested by
+// the leader reach every node's index through raft (a prefix cached by a
+// request through one node draws its sibling to the same engine through
+// another), and that session bindings are the cluster's: a session bound
+// through one node is served by the same engine through every node, also
+// after the leader stops and after it restarts from its data directory.
+func TestClusterRoutesFromReplicatedState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three raft nodes and engines; run without -short")
+	}
+	c := startDCCluster(t, 3)
+	exerciseCluster(t, c)
+}
+
+// exerciseCluster runs the replicated-state checks of
+// TestClusterRoutesFromReplicatedState on a started cluster.
+func exerciseCluster(t *testing.T, c *dcCluster) {
+	t.Helper()
+	prompt := tokens(1, 256)
+	first := c.complete(0, "", prompt)
+	// The leader ingests the engine's KV events and every node applies
+	// them from the log: wait until the three indexes hold blocks and
+	// agree, then the sibling goes to the caching engine through each.
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.indexesAgree() {
+		if time.Now().After(deadline) {
+			t.Fatal("the nodes' indexes did not converge")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 3 {
+		sibling := append(append([]int(nil), prompt...), tokens(2+i, 32)...)
+		if got := c.complete(i, "", sibling); got != first {
+			t.Fatalf("sibling through n%d went to %s, prefix cached on %s", i+1, got, first)
+		}
+	}
+
+	sessions := map[string]string{}
+	for s := range 12 {
+		id := fmt.Sprintf("sess-%d", s)
+		sessions[id] = c.complete(s%3, id, tokens(100+s, 64))
+	}
+	check := func(stage string, nodes ...int) {
+		t.Helper()
+		for id, want := range sessions {
+			for _, i := range nodes {
+				if got := c.complete(i, id, tokens(999, 64)); got != want {
+					t.Fatalf("%s: session %s through n%d went to %s, bound to %s", stage, id, i+1, got, want)
+				}
+			}
+		}
+	}
+	check("all up", 0, 1, 2)
+
+	l := c.leader()
+	if l < 0 {
+		t.Fatal("no leader")
+	}
+	c.stop(l)
+	others := []int{(l + 1) % 3, (l + 2) % 3}
+	check("leader stopped", others...)
+
+	c.start(l)
+	c.waitReady(l)
+	check("old leader restarted", 0, 1, 2)
+}
+
+// testLogger discards logs unless KVR_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("KVR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// TestClusterOverMutualTLS runs the cluster with raft's transport and the
+// cluster API over mutual TLS, and checks that a client without a
+// certificate is refused by the cluster API.
+func TestClusterOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three raft nodes and engines; run without -short")
+	}
+	dir := t.TempDir()
+	cert, key, ca := writeTestPKI(t, dir)
+	c := startDCCluster(t, 2, func(cfg *node.Config) {
+		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey, cfg.Cluster.TLSCA = cert, key, ca
+	})
+	id := "tls-session"
+	want := c.complete(0, id, tokens(5, 64))
+	for i := range 3 {
+		if got := c.complete(i, id, tokens(6, 64)); got != want {
+			t.Fatalf("session through n%d went to %s, bound to %s", i+1, got, want)
+		}
+	}
+	conn, err := grpc.NewClient(c.cfgs[0].Cluster.APIAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := kvrpb.NewClusterAdminClient(conn).Status(ctx, &kvrpb.AdminStatusRequest{}); err == nil {
+		t.Fatal("a plaintext client was served by a TLS cluster API")
+	}
+}
+
+// writeTestPKI writes a CA and one loopback certificate signed by it, used
+// as server and client certificate by every member.
+func writeTestPKI(t *testing.T, dir string) (cert, key, ca string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kvrouter test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kvrouter member"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(leafKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("member.pem", "CERTIFICATE", leafDER), write("member-key.pem", "EC PRIVATE KEY", keyDER),
+		write("ca.pem", "CERTIFICATE", caDER)
+}
+
+// TestClusterJoinAndLeave adds a fourth member with --join through a
+// follower, checks it serves the DC's bindings, then removes it through
+// the cluster API.
+func TestClusterJoinAndLeave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four raft nodes and engines; run without -short")
+	}
+	c := startDCCluster(t, 2)
+	id := "before-join"
+	want := c.complete(0, id, tokens(8, 64))
+
+	l := c.leader()
+	via := c.cfgs[(l+1)%3].Cluster.APIAddr // a follower relays the join
+	cfg := c.cfgs[0]
+	cfg.NodeID, cfg.HTTPAddr = "n4", freeAddr(t)
+	cfg.Cluster = node.ClusterConfig{RaftAddr: freeAddr(t), APIAddr: freeAddr(t), DataDir: t.TempDir(), Join: via}
+	c.cfgs = append(c.cfgs, cfg)
+	c.nodes, c.stops, c.dones = append(c.nodes, nil), append(c.stops, nil), append(c.dones, nil)
+	c.start(3)
+	c.waitReady(3)
+	if got := c.complete(3, id, tokens(9, 64)); got != want {
+		t.Fatalf("session through the joined member went to %s, bound to %s", got, want)
+	}
+	st, err := c.nodes[l].Cluster().Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.GetMembers()) != 4 {
+		t.Fatalf("leader sees %d members, want 4", len(st.GetMembers()))
+	}
+
+	conn, err := grpc.NewClient(via, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kvrpb.NewClusterAdminClient(conn).Leave(ctx, &kvrpb.AdminLeaveRequest{Id: "n4"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.nodes[l].Cluster().Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.GetMembers()) != 3 {
+		t.Fatalf("leader sees %d members after leave, want 3", len(st.GetMembers()))
+	}
+}

@@ -1,0 +1,3 @@
+package filter
+
+func init() { benchKinds = append(benchKinds, KindBloom) }

@@ -1,0 +1,65 @@
+package filter
+
+import (
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Insert adds one fingerprint for h. Inserting the same block twice stores
+// two copies (the filter is a multiset), which is why callers keep exact
+// reference counts in front of it. When the eviction walk exceeds MaxKicks,
+// Insert restores every bucket it touched and returns ErrFull: a failed
+// insert leaves the filter exactly as it was.
+func (c *Cuckoo) Insert(h routing.SeqHash) error {
+	fp, i := c.addr.locate(h)
+	if c.place(i, fp) || c.place(c.addr.alt(i, fp), fp) {
+		c.count++
+		return nil
+	}
+	return c.kick(i, fp)
+}
+
+// place puts fp into the lowest empty lane of bucket i, if there is one.
+func (c *Cuckoo) place(i uint64, fp uint16) bool {
+	w := c.words[i]
+	m := zeroLanes(w)
+	if m == 0 {
+		return false
+	}
+	c.set(i, w|uint64(fp)<<laneShift(m))
+	return true
+}
+
+// kick runs the eviction walk from one of fp's two full buckets, chosen at
+// random: swap fp with a random victim, move the victim to its alternate
+// bucket, repeat. Every overwritten word goes to the undo log first.
+func (c *Cuckoo) kick(i uint64, fp uint16) error {
+	c.undo = c.undo[:0]
+	if c.rng.Uint64()&1 == 1 {
+		i = c.addr.alt(i, fp)
+	}
+	for range c.maxKicks {
+		w := c.words[i]
+		c.undo = append(c.undo, undoEntry{bucket: i, word: w})
+		s := uint(c.rng.Uint64()&3) * fingerprintBits
+		victim := uint16(w >> s)
+		c.set(i, w&^(0xffff<<s)|uint64(fp)<<s)
+		fp, i = victim, c.addr.alt(i, victim)
+		if c.place(i, fp) {
+			c.count++
+			return nil
+		}
+	}
+	c.rollback()
+	return fmt.Errorf("%w: no slot after %d kicks at load %.3f", ErrFull, c.maxKicks, c.LoadFactor())
+}
+
+// rollback restores the undo log in reverse order, so a bucket touched
+// several times ends with the word it had before the first touch.
+func (c *Cuckoo) rollback() {
+	for k := len(c.undo) - 1; k >= 0; k-- {
+		c.set(c.undo[k].bucket, c.undo[k].word)
+	}
+	c.undo = c.undo[:0]
+}

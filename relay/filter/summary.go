@@ -1,0 +1,84 @@
+package filter
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Summary is the read side shared by both filter kinds: what a consumer
+// needs to search prefixes and what a producer needs to ship the filter.
+// Implementations are not safe for concurrent mutation; their read methods
+// are safe to call concurrently while nothing mutates them.
+type Summary interface {
+	// Kind names the implementation.
+	Kind() Kind
+	// Contains reports whether h is probably present; false is certain.
+	Contains(h routing.SeqHash) bool
+	// ContainsPrefix returns the length of the longest prefix of hs all of
+	// whose blocks are probably present.
+	ContainsPrefix(hs []routing.SeqHash) int
+	// Len returns the number of entries the filter holds.
+	Len() int
+	// SizeBytes returns the size of the filter's bit storage.
+	SizeBytes() int
+	// FalsePositiveRate returns the expected false-positive rate at the
+	// current occupancy, from the kind's formula.
+	FalsePositiveRate() float64
+	// MarshalBinary encodes the filter in the package's versioned,
+	// checksummed format; Decode reverses it.
+	MarshalBinary() ([]byte, error)
+}
+
+// mutableSummary is what a RefSet drives: the read side plus an insert and
+// a remove that may refuse (ErrFull, or errNoDelete for Bloom).
+type mutableSummary interface {
+	Summary
+	insert(h routing.SeqHash) error
+	remove(h routing.SeqHash) error
+}
+
+// New returns an empty summary of cfg.Kind (after EnsureDefaults). rng is
+// used by the cuckoo kind only; see NewCuckoo.
+func New(cfg Config, rng *rand.Rand) (Summary, error) {
+	return newSummary(cfg, rng)
+}
+
+// newSummary is New for callers that need the mutable side.
+func newSummary(cfg Config, rng *rand.Rand) (mutableSummary, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Kind == KindBloom {
+		return newBloomSummary(cfg)
+	}
+	return newCuckoo(cfg.Seed, cfg.cuckooBuckets(), cfg.MaxKicks, rng), nil
+}
+
+// Decode parses a full summary of either kind produced by MarshalBinary.
+// Malformed input yields an error wrapping ErrCorrupt; a version, kind or
+// parameter set this build does not know yields ErrUnsupported.
+func Decode(data []byte) (Summary, error) {
+	h, body, err := decodeFrame(data)
+	if err != nil {
+		return nil, err
+	}
+	if h.flags != 0 {
+		return nil, fmt.Errorf("%w: flags %#x on a full summary (deltas go to DecodeDelta)", ErrCorrupt, h.flags)
+	}
+	switch h.kind {
+	case KindCuckoo:
+		// A nil *Cuckoo must not become a non-nil Summary.
+		c, err := decodeCuckoo(h, body)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case KindBloom:
+		return decodeBloomSummary(h, body)
+	default:
+		return nil, fmt.Errorf("%w: kind %d", ErrUnsupported, h.kind)
+	}
+}
