@@ -31,7 +31,7 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 	case strings.Contains(line, "transport shutdown"):
 		// Peers' connections ending as a node shuts down: expected.
 		level = slog.LevelDebug
-	case strings.Contains(line, "connection refused"):
+	case strings.Contains(line, "connection refused"), strings.Contains(line, "error=EOF"):
 		// A peer that is down: raft retries with backoff, and the
 		// membership and leadership logs say what matters.
 		level = slog.LevelWarn

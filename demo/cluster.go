@@ -29,13 +29,16 @@ const crashDrain = time.Millisecond
 // raft with Pebble on disk (in a temporary directory), and the engines,
 // all in this process on loopback. Node 0 listens on Config.HTTPAddr.
 type Cluster struct {
-	log     *slog.Logger
-	bus     *natsbus.Bus
-	dir     string
-	cfgs    []node.Config
-	nodes   []*node.Node
-	stops   []context.CancelFunc
-	dones   []chan struct{}
+	log   *slog.Logger
+	bus   *natsbus.Bus
+	dir   string
+	cfgs  []node.Config
+	nodes []*node.Node
+	stops []context.CancelFunc
+	dones []chan struct{}
+	// serving marks the nodes clients may use: started and caught up, as a
+	// load balancer's health check would tell (GET /ready).
+	serving []bool
 	engines *group
 
 	mu sync.Mutex
@@ -84,6 +87,7 @@ func StartCluster(ctx context.Context, cfg Config, policy string, log *slog.Logg
 		c.cfgs = append(c.cfgs, ncfg)
 	}
 	c.nodes, c.stops, c.dones = make([]*node.Node, ClusterSize), make([]context.CancelFunc, ClusterSize), make([]chan struct{}, ClusterSize)
+	c.serving = make([]bool, ClusterSize)
 	for i := range ClusterSize {
 		if err := c.start(ctx, i); err != nil {
 			return nil, err
@@ -164,7 +168,10 @@ func (c *Cluster) WaitServing(ctx context.Context, i int, within time.Duration) 
 		c.mu.Lock()
 		n := c.nodes[i]
 		c.mu.Unlock()
-		if cn := n.Cluster(); cn != nil && cn.CaughtUp() && n.Engines() > 0 {
+		if n.Ready() {
+			c.mu.Lock()
+			c.serving[i] = true
+			c.mu.Unlock()
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -194,7 +201,7 @@ func (c *Cluster) Leader() int {
 func (c *Cluster) Kill(i int) {
 	c.mu.Lock()
 	stop, done := c.stops[i], c.dones[i]
-	c.stops[i] = nil
+	c.stops[i], c.serving[i] = nil, false
 	c.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -205,13 +212,13 @@ func (c *Cluster) Kill(i int) {
 // Restart starts a killed node again on its data directory.
 func (c *Cluster) Restart(ctx context.Context, i int) error { return c.start(ctx, i) }
 
-// URLs returns the client URLs of the running nodes.
+// URLs returns the client URLs of the serving nodes.
 func (c *Cluster) URLs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
 	for i, n := range c.nodes {
-		if c.stops[i] != nil && n.Addr() != nil {
+		if c.serving[i] && n.Addr() != nil {
 			out = append(out, "http://"+n.Addr().String())
 		}
 	}

@@ -54,6 +54,7 @@ type dcCluster struct {
 	stops  []context.CancelFunc
 	dones  []chan struct{}
 	engCtx context.Context
+	engStp map[uint64]context.CancelFunc
 	wg     sync.WaitGroup
 }
 
@@ -63,7 +64,7 @@ func startDCCluster(t *testing.T, engines int, tweaks ...func(*node.Config)) *dc
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &dcCluster{t: t, url: bus.URL()}
+	c := &dcCluster{t: t, url: bus.URL(), engStp: map[uint64]context.CancelFunc{}}
 	ectx, cancel := context.WithCancel(context.Background())
 	c.engCtx = ectx
 	t.Cleanup(func() {
@@ -149,9 +150,11 @@ func (c *dcCluster) startEngine(id uint64) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(c.engCtx)
+	c.engStp[id] = cancel
 	c.wg.Go(func() {
 		defer bus.Close()
-		if err := srv.Serve(c.engCtx, ln); err != nil && c.engCtx.Err() == nil {
+		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 			c.t.Errorf("engine %d: %v", id, err)
 		}
 	})
@@ -209,10 +212,21 @@ func (c *dcCluster) complete(i int, session string, tokens []int) string {
 // indexesAgree reports whether every running node's FSM holds blocks and
 // all report the same state hash at the same applied index.
 func (c *dcCluster) indexesAgree() bool {
+	for _, n := range c.nodes {
+		if cn := n.Cluster(); cn == nil || cn.FSM().Index().Stats().Pairs == 0 {
+			return false
+		}
+	}
+	return c.statesEqual()
+}
+
+// statesEqual reports whether every running node reports the same state
+// hash at the same applied index.
+func (c *dcCluster) statesEqual() bool {
 	var idx0, h0 uint64
 	for i, n := range c.nodes {
 		cn := n.Cluster()
-		if c.stops[i] == nil || cn == nil || cn.FSM().Index().Stats().Pairs == 0 {
+		if c.stops[i] == nil || cn == nil {
 			return false
 		}
 		idx, h := cn.FSM().StateHash()
@@ -432,5 +446,65 @@ func TestClusterJoinAndLeave(t *testing.T) {
 	}
 	if len(st.GetMembers()) != 3 {
 		t.Fatalf("leader sees %d members after leave, want 3", len(st.GetMembers()))
+	}
+}
+
+// TestClusterFullRestartReconcilesOwnership stops every node, stops one
+// engine while the cluster is down, and restarts the nodes from their data
+// directories: the ownership is back from disk before the nodes serve, and
+// the gone engine's is removed by the leader's reconciliation.
+func TestClusterFullRestartReconcilesOwnership(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three raft nodes and engines; run without -short")
+	}
+	c := startDCCluster(t, 3)
+	for s := range 6 {
+		c.complete(s%3, "", tokens(300+s, 128))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.indexesAgree() {
+		if time.Now().After(deadline) {
+			t.Fatal("the indexes did not converge")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	victim := c.nodes[0].Cluster().FSM().Index().Workers()[0].ID
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	c.engStp[uint64(victim)]()
+	for i := range c.nodes {
+		c.start(i)
+	}
+	for i := range c.nodes {
+		if pairs := c.nodes[i].Cluster().FSM().Index().Stats().Pairs; pairs == 0 {
+			t.Fatalf("n%d restarted with an empty index", i+1)
+		}
+	}
+	for i := range c.nodes {
+		c.waitReady(i)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		gone := true
+		for _, n := range c.nodes {
+			for _, w := range n.Cluster().FSM().Index().Workers() {
+				if w.ID == victim {
+					gone = false
+				}
+			}
+		}
+		if gone && c.statesEqual() {
+			break
+		}
+		if time.Now().After(deadline) {
+			for i, n := range c.nodes {
+				idx, h := n.Cluster().FSM().StateHash()
+				t.Logf("n%d: applied %d hash %x workers %v pairs %d", i+1, idx, h, n.Cluster().FSM().Index().Workers(),
+					n.Cluster().FSM().Index().Stats().Pairs)
+			}
+			t.Fatalf("engine %d's ownership was not reconciled away (gone everywhere: %v)", victim, gone)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

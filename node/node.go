@@ -33,9 +33,17 @@ type Node struct {
 	natsURL atomic.Pointer[string]
 	reg     atomic.Pointer[eventplane.Registry]
 	// serving reports whether the node serves requests (set by Run).
-	serving func() bool
+	serving atomic.Pointer[func() bool]
 	// clusterNode is the raft member in cluster mode, once Run started it.
 	clusterNode atomic.Pointer[consensus.Node]
+}
+
+// Ready reports what GET /ready reports: the node serves requests (a
+// cluster member: caught up, and its registry has discovered the fleet)
+// and knows at least one engine. False before Run.
+func (n *Node) Ready() bool {
+	f := n.serving.Load()
+	return f != nil && (*f)() && n.Engines() > 0
 }
 
 // Cluster returns the node's raft member in cluster mode once Run has
@@ -138,7 +146,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ready := func() bool {
 		return cl == nil || (plane.Discovered() && cl.cn.CaughtUp())
 	}
-	n.serving = ready
+	n.serving.Store(&ready)
 	if cl != nil {
 		n.clusterNode.Store(cl.cn)
 	}
@@ -151,12 +159,17 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	defer plane.Close()
+	if cl != nil && plIdx != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cl.wg.Go(func() { cl.reconcile(rctx, plane, n.cfg.Events.LivenessTimeout) })
+	}
 	return n.serve(ctx, disp, reg)
 }
 
 func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventplane.Registry) error {
 	fcfg := n.cfg.Frontend
-	fcfg.Ready = func() bool { return n.serving() && len(reg.Engines()) > 0 }
+	fcfg.Ready = n.Ready
 	shutdownTracing, err := n.tracing(ctx, &fcfg)
 	if err != nil {
 		return err

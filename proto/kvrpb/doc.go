@@ -1,12 +1,22 @@
-// Package kvrpb holds the generated Go types of kvrouter's event-plane wire
-// formats (proto/kvr/v1/eventplane.proto) and the NATS subjects they travel
-// on. Regenerate with `make proto`; the generated file is committed.
+// Package kvrpb holds the generated Go types of kvrouter's wire formats and
+// the NATS subjects of the event plane. Regenerate with `make proto`; the
+// generated files are committed.
+//
+//   - proto/kvr/v1/eventplane.proto: engine cards, heartbeats, KV event
+//     batches and snapshots on NATS.
+//   - proto/kvr/v1/raft.proto: the router cluster's raft commands, results,
+//     snapshot records and the leader-forwarding gRPC service.
+//   - proto/kvr/v1/admin.proto: the ClusterAdmin gRPC service (status,
+//     join, leave) behind `kvrouter cluster`.
+//   - proto/kvr/v1/relay.proto: the relay's summary publication protocol
+//     between DCs (subscribe, chunked snapshot, deltas, heartbeats).
 //
 // Subjects, all under the per-DC prefix kvr.<dc>:
 //
 //	kvr.<dc>.workers.register              WorkerCard
 //	kvr.<dc>.workers.heartbeat             Heartbeat
 //	kvr.<dc>.workers.deregister            Deregister
+//	kvr.<dc>.discover                      (empty) engines answer with their WorkerCard
 //	kvr.<dc>.kv.<engine_id>.<rank>         KVEventBatch
 //	kvr.<dc>.snapshot.<engine_id>.<rank>   SnapshotRequest -> SnapshotReply (request/reply)
 //

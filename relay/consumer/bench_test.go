@@ -1,0 +1,205 @@
+package consumer
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/relay/filter"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// benchLanes is the lane count of the query benchmarks (the reference
+// router's maximum).
+const benchLanes = 16
+
+// benchConsumer builds a consumer with 16 lanes of 2^19 buckets each
+// (sized for 1M blocks, filled to 75% with background blocks) and a set of
+// 64-block requests; lane i holds request r's first (r*7+i*5)%65 blocks,
+// or all 64 when full is set.
+func benchConsumer(b *testing.B, requests int, full bool) (*Consumer, [][]routing.SeqHash) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(42, 42))
+	reqs := make([][]routing.SeqHash, requests)
+	for r := range reqs {
+		reqs[r] = chain(rng, 64)
+	}
+	set := &laneSet{byDomain: map[producer.Domain][]*laneEntry{}}
+	for i := range benchLanes {
+		f, err := filter.NewCuckoo(filter.Config{Capacity: 1 << 20, Seed: uint64(i)}, rand.New(rand.NewPCG(uint64(i), 1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r, hs := range reqs {
+			d := (r*7 + i*5) % 65
+			if full {
+				d = 64
+			}
+			for _, h := range hs[:d] {
+				_ = f.Insert(h)
+			}
+		}
+		for f.LoadFactor() < 0.75 {
+			_ = f.Insert(routing.SeqHash(rng.Uint64()))
+		}
+		l := &Lane{pool: poolIn(string(rune('a' + i))), f: f, heard: time.Unix(0, 0)}
+		set.byDomain[domain] = append(set.byDomain[domain], &laneEntry{lane: l})
+	}
+	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow}}
+	c.lanes.Store(set)
+	return c, reqs
+}
+
+// reportLatencies reports the p50 and p99 of lat in ns.
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkQuery16Lanes64Blocks measures one prefix query over 16 lanes
+// for a 64-block request and records each query's latency.
+func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
+	cases := []struct {
+		name     string
+		requests int
+		full     bool
+	}{
+		{name: "mixed-depths/hot", requests: 1},
+		{name: "mixed-depths/4096-requests", requests: 4096},
+		{name: "all-lanes-full/4096-requests", requests: 4096, full: true},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			c, reqs := benchConsumer(b, bc.requests, bc.full)
+			dst := make([]Result, 0, benchLanes)
+			now := time.Unix(1, 0)
+			lat := make([]time.Duration, 0, 1<<20)
+			i := 0
+			for b.Loop() {
+				hs := reqs[i%len(reqs)]
+				i++
+				start := time.Now()
+				dst = c.Query(dst[:0], domain, hs, now)
+				lat = append(lat, time.Since(start))
+			}
+			reportLatencies(b, lat)
+		})
+	}
+}
+
+// BenchmarkQueryDuringApply measures query latency while another
+// goroutine applies real deltas (8 blocks inserted, then removed) to every
+// lane under its write lock as fast as it can: the worst case of the
+// RWMutex-per-lane design.
+func BenchmarkQueryDuringApply(b *testing.B) {
+	c, reqs := benchConsumer(b, 4096, false)
+	srcs := sources(b, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var applied int
+	wg.Go(func() { applied = applyLoop(ctx, c, srcs) })
+	dst := make([]Result, 0, benchLanes)
+	now := time.Unix(1, 0)
+	lat := make([]time.Duration, 0, 1<<20)
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		dst = c.Query(dst[:0], domain, reqs[i%len(reqs)], now)
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	cancel()
+	wg.Wait()
+	reportLatencies(b, lat)
+	b.ReportMetric(float64(applied)/b.Elapsed().Seconds(), "deltas/s")
+}
+
+// sources returns, per lane, a tracked copy of its filter to cut deltas
+// from.
+func sources(b *testing.B, c *Consumer) []*filter.Cuckoo {
+	var out []*filter.Cuckoo
+	for _, e := range c.lanes.Load().byDomain[domain] {
+		data, _ := e.lane.f.MarshalBinary()
+		f, err := filter.DecodeCuckoo(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.TrackChanges()
+		out = append(out, f)
+	}
+	return out
+}
+
+// applyLoop applies deltas to every lane until ctx ends and returns how
+// many it applied.
+func applyLoop(ctx context.Context, c *Consumer, srcs []*filter.Cuckoo) int {
+	rng := rand.New(rand.NewPCG(7, 7))
+	lanes := c.lanes.Load().byDomain[domain]
+	n := 0
+	for ctx.Err() == nil {
+		for k, e := range lanes {
+			hs := chain(rng, 8)
+			for _, h := range hs {
+				_ = srcs[k].Insert(h)
+			}
+			applyLocked(e.lane, srcs[k].TakeChanges())
+			for _, h := range hs {
+				_ = srcs[k].Delete(h)
+			}
+			applyLocked(e.lane, srcs[k].TakeChanges())
+			n += 2
+		}
+	}
+	return n
+}
+
+// applyLocked applies d to l the way a lane's goroutine does.
+func applyLocked(l *Lane, d filter.Delta) {
+	l.mu.Lock()
+	_ = l.f.Apply(d)
+	l.mu.Unlock()
+}
+
+// BenchmarkApplyLocked is the RWMutex design's cost per delta: apply 8
+// inserted blocks' images to a 2^19-bucket filter under the write lock.
+func BenchmarkApplyLocked(b *testing.B) {
+	c, _ := benchConsumer(b, 1, false)
+	src := sources(b, c)[0]
+	l := c.lanes.Load().byDomain[domain][0].lane
+	rng := rand.New(rand.NewPCG(8, 8))
+	for b.Loop() {
+		hs := chain(rng, 8)
+		for _, h := range hs {
+			_ = src.Insert(h)
+		}
+		applyLocked(l, src.TakeChanges())
+		for _, h := range hs {
+			_ = src.Delete(h)
+		}
+		applyLocked(l, src.TakeChanges())
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/delta")
+}
+
+// BenchmarkCopyOnWriteClone is the floor of a whole-filter copy-on-write
+// design's cost per delta: one copy of a 2^19-bucket (4 MiB) filter, here
+// through its encoding, before any image is applied.
+func BenchmarkCopyOnWriteClone(b *testing.B) {
+	c, _ := benchConsumer(b, 1, false)
+	f := c.lanes.Load().byDomain[domain][0].lane.f
+	for b.Loop() {
+		data, _ := f.MarshalBinary()
+		if _, err := filter.DecodeCuckoo(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/delta")
+}

@@ -1,0 +1,87 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// ChangeKind says what one ownership change did.
+type ChangeKind uint8
+
+// The change kinds. Their values are not part of any encoding.
+const (
+	// Stored: Worker now holds Hashes. Storing a block a rank already holds
+	// is a no-op, so a replayed change never takes a second reference.
+	Stored ChangeKind = iota + 1
+	// Removed: Worker no longer holds Hashes. Removing a block the rank
+	// does not hold is a no-op counted in Stats.UnknownRemovals.
+	Removed
+	// RankCleared: Worker (one rank) dropped every block.
+	RankCleared
+	// WorkerRemoved: every rank of Worker.ID left the pool; Worker.Rank is
+	// ignored.
+	WorkerRemoved
+)
+
+// String names the kind for logs.
+func (k ChangeKind) String() string {
+	switch k {
+	case Stored:
+		return "stored"
+	case Removed:
+		return "removed"
+	case RankCleared:
+		return "rank_cleared"
+	case WorkerRemoved:
+		return "worker_removed"
+	}
+	return fmt.Sprintf("change(%d)", uint8(k))
+}
+
+// Change is one ownership change of one rank, in canonical sequence hashes
+// (the DC's FSM has already resolved engine block ids).
+type Change struct {
+	Kind   ChangeKind
+	Worker routing.Worker
+	// Hashes are the blocks stored or removed; unused for RankCleared and
+	// WorkerRemoved.
+	Hashes []routing.SeqHash
+}
+
+// Batch is an ordered group of changes that the producer applies whole and
+// publishes as at most one delta: a batch boundary is a complete-command
+// boundary of the source (for the raft FSM, one log entry).
+type Batch struct {
+	// Index is the batch's position in the source, strictly increasing
+	// (the raft log index for the FSM stream). Zero skips the check.
+	Index   uint64
+	Changes []Change
+}
+
+// Source delivers ordered change batches. Next blocks until a batch is
+// available or ctx ends; any error ends Run. A Source is used by one
+// goroutine at a time.
+type Source interface {
+	Next(ctx context.Context) (Batch, error)
+}
+
+// validate checks every change of b before any is applied.
+func (b Batch) validate() error {
+	for k, c := range b.Changes {
+		if c.Kind < Stored || c.Kind > WorkerRemoved {
+			return fmt.Errorf("%w: change %d has kind %v", ErrInvalidChange, k, c.Kind)
+		}
+	}
+	return nil
+}
+
+// events counts the block events of b, the unit of the WAN-cost figures.
+func (b Batch) events() int {
+	n := 0
+	for _, c := range b.Changes {
+		n += max(len(c.Hashes), 1)
+	}
+	return n
+}

@@ -1,0 +1,66 @@
+// Package producer keeps one pool's summary for publication to other DCs:
+// the exact, reference-counted block ownership of the pool's engine ranks,
+// the cuckoo filter in front of it, dirty-bucket tracking, and the
+// publication state (epoch, contiguous sequence numbers, subscriber feeds
+// with bounded queues, heartbeats carrying pool load).
+//
+// A pool is the engines of one DC serving one model with one block size and
+// one hashing scheme; PoolID names it as (dc, model, block size, hash
+// scheme, hash seed).
+//
+// # Input
+//
+// The producer consumes ordered change batches through Source: block stored
+// by a rank, block removed by a rank, rank cleared, worker removed, all in
+// canonical sequence hashes. The intended feed is the DC's raft FSM change
+// stream (one batch per applied log entry, Batch.Index = raft index), not a
+// raft nonvoter of its own: the relay then needs no raft membership, and a
+// batch boundary is a complete-command boundary, the only place where a
+// publication may cut. Tests and benchmarks feed batches directly.
+//
+// # Guarantees
+//
+//   - Exact membership: each rank holds a block at most once; a block's
+//     reference count is the number of ranks holding it, and it is one
+//     filter entry while the count is non-zero. A removal of an unheld block
+//     is a counted no-op; removing a rank or a worker releases each of its
+//     blocks exactly once. The filter is only asked to delete what was
+//     inserted, so deletes never remove another block's fingerprint.
+//   - No false negatives are published: an insert that runs out of kicks is
+//     recorded as omitted, and Apply then rebuilds into a filter twice as
+//     large (a new epoch) before anything is published.
+//   - Publication: each batch that changes at least one bucket becomes one
+//     delta of absolute bucket images with seq = previous + 1. A feed's
+//     snapshot at (epoch, seq) plus its deltas in order reproduce the
+//     producer's filter byte for byte (MarshalBinary).
+//   - Epochs: a fresh non-zero epoch is drawn at New, at every rebuild and
+//     when a publication is too large to ship; each starts seq at 0 and
+//     ends every feed (ErrProducerChanged or ErrResync). A restarted
+//     producer draws a new epoch too, so a subscriber can never splice
+//     deltas of two incarnations.
+//   - Bounded queues: a feed whose queue is full when an update arrives is
+//     ended with ErrLagged at once; the producer never blocks on a
+//     subscriber and never drops an update silently.
+//
+// # Why absolute bucket images
+//
+// A delta carries the whole new word of each changed bucket rather than the
+// insert and delete operations. Applying an image is idempotent and
+// independent of the receiver's random eviction choices, the receiver needs
+// no cuckoo logic, a bucket that changed many times in a batch ships once,
+// and buckets that net-reverted ship not at all. The receiver ends with the
+// producer's exact bytes, which is what the tests check.
+//
+// # What it refuses to do
+//
+// It publishes cuckoo filters only (Bloom filters have no deltas), refuses
+// a batch with an invalid change or a non-increasing index as a whole, and
+// does no I/O and reads no clock: heartbeats happen when the owner calls
+// Beat with its clock reading.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use; one mutex serialises them. A
+// Feed is read by one goroutine; its Snapshot and Delta bytes are shared
+// and read-only. Run is called by one goroutine, which owns the Source.
+package producer
