@@ -74,6 +74,32 @@
 //   - A new leader serves binds only after a raft barrier; Node.Ready is
 //     set after it and reset when leadership is lost (raft.LeaderCh).
 //
+// # Membership and administration
+//
+// A cluster starts from static peers (every member may set Bootstrap; a
+// node whose stores hold state skips it) or grows by Join. The
+// ClusterAdmin gRPC service (RegisterAdmin, on the same server as the
+// forwarding service) answers Status on every member and carries out Join
+// and Leave on the leader; a follower relays them once, marked like a
+// forwarded write. The forwarding service needs each member's API address,
+// which raft's configuration does not hold: static peers know each other
+// from their configuration, the leader learns a joiner's from its Join,
+// and SyncPeerAPIs lets every member learn the rest from the others'
+// Status answers, so any member can forward to a leader that joined late.
+//
+// CaughtUp is a node's readiness to serve: a leader once it passed its
+// barrier, a follower once it knows a leader and has applied every entry
+// that leader reported committed (raft's applied index, which counts
+// configuration and no-op entries the FSM never sees). It is sticky, so a
+// restarted node serves nothing until caught up but a running node does
+// not flap with elections. LeaderEpoch counts the times the node became a
+// ready leader; a leader that caches state derived from its own proposals
+// (the node's KV-event cursors) drops it when the epoch changes.
+//
+// NewTLSTransport runs raft's NetworkTransport over TLS (mutual, when the
+// server config requires client certificates); the forwarding and admin
+// clients take their credentials from Config.DialOptions.
+//
 // # Durable state
 //
 // StoreState keeps a MemState for reads and mirrors every write into a

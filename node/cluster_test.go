@@ -300,6 +300,7 @@ func exerciseCluster(t *testing.T, c *dcCluster) {
 		}
 	}
 	check("all up", 0, 1, 2)
+	c.checkSessionReads(t, sessions)
 
 	l := c.leader()
 	if l < 0 {
@@ -506,5 +507,51 @@ func TestClusterFullRestartReconcilesOwnership(t *testing.T) {
 			t.Fatalf("engine %d's ownership was not reconciled away (gone everywhere: %v)", victim, gone)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkSessionReads checks GET /v1/sessions/{id} on every node: each bound
+// session is reported on the engine that served it, with one version
+// across the nodes, and an unknown session is a 404 session_not_found.
+func (c *dcCluster) checkSessionReads(t *testing.T, sessions map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for id, want := range sessions {
+		var version uint64
+		for i, n := range c.nodes {
+			var v struct {
+				Engine  string `json:"engine"`
+				Version uint64 `json:"version"`
+				DC      string `json:"dc"`
+			}
+			for {
+				resp, err := http.Get("http://" + n.Addr().String() + "/v1/sessions/" + id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = json.NewDecoder(resp.Body).Decode(&v)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode == 200 {
+					break
+				}
+				if time.Now().After(deadline) { // a follower may not have applied the bind yet
+					t.Fatalf("n%d: GET session %s: status %d, %v", i+1, id, resp.StatusCode, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if v.Engine != want || v.DC != "dc1" || (version != 0 && v.Version != version) {
+				t.Fatalf("n%d: session %s reported %+v, want engine %s version %d", i+1, id, v, want, version)
+			}
+			version = v.Version
+		}
+	}
+	resp, err := http.Get("http://" + c.nodes[0].Addr().String() + "/v1/sessions/never-bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !bytes.Contains(body, []byte(`"session_not_found"`)) {
+		t.Fatalf("unknown session: %d %s", resp.StatusCode, body)
 	}
 }

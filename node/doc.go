@@ -7,13 +7,49 @@
 // Lifecycle: New validates the configuration and builds every component
 // without starting anything; Run connects, starts the components, serves
 // until its context ends, then stops them in reverse order and waits for
-// every goroutine. A node is ready (GET /ready) once at least one engine is
-// registered.
+// every goroutine.
 //
-// The node keeps bindings, ownership and the engine registry in memory for
-// now; each sits behind an interface (dispatch.Bindings, the index, the
-// eventplane registry) that a replicated store can implement.
+// # Alone or in a cluster
+//
+// Without Config.Cluster.RaftAddr the node is alone: it applies KV events
+// to its own index and keeps session bindings in memory, and it is ready
+// (GET /ready) once an engine is registered.
+//
+// With it the node is a member of its DC's raft cluster (consensus), with
+// the raft log, the replicated tables and snapshots in Pebble under
+// Cluster.DataDir:
+//
+//   - KV events: every node runs the event plane for the engine registry
+//     and loads, but only the ready leader ingests KV events
+//     (raftIngest is the plane's index and an eventplane.Gate). It checks
+//     each event against its proposed cursor and queues runs of them in the
+//     consensus.Batcher; a snapshot resync becomes chunked ReplaceRank
+//     entries after the queued events; an engine's removal is a raft entry.
+//     Every node applies the entries to its FSM and to the exact index it
+//     routes from. A new leader starts from the replicated cursors, so a
+//     rank whose events it cannot account for is resynced.
+//   - Sessions: the dispatcher's session store is the cluster's
+//     (raftBindings over consensus.Sessions). It is authoritative, so a new
+//     session is bound by compare-and-set through raft before its first
+//     request is dispatched: of two nodes racing on a session one wins and
+//     the other's request goes to the winner's engine. Lookups are local
+//     reads of the applied state; only the leader writes the invalidation
+//     of an engine that left.
+//   - Readiness: a member serves (and /ready reports ready) only once it
+//     has caught up with the leader (consensus.Node.CaughtUp) and its
+//     registry has discovered the fleet (eventplane.Plane.Discovered: the
+//     engines answer kvr.<dc>.discover with their cards). Until then it
+//     offers no engine, so it never takes a bound engine it has not heard
+//     of yet for a departed one and moves the binding.
+//   - Reconciliation: after a full restart the ownership comes back from
+//     disk; the ready leader removes that of engines missing from the
+//     registry twice in a row (engines that died while the cluster was
+//     down, which no liveness timeout will ever remove).
+//   - The cluster API (gRPC on Cluster.APIAddr) carries write forwarding
+//     and ClusterAdmin; with the Cluster.TLS* files raft and the cluster API
+//     use mutual TLS.
 //
 // Concurrency: Run may be called once. Addr is safe to call from any
-// goroutine after Run has started listening (WaitReady reports when).
+// goroutine after Run has started listening (WaitReady reports when);
+// Ready and Cluster are safe at any time.
 package node

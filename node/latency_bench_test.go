@@ -18,10 +18,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/node/metrics"
 	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -158,7 +161,7 @@ func (e *fakeEngine) close() {
 // startLatencyNode runs a node with the default configuration on loopback
 // and two fake engines registered with it, each holding two of the shared
 // prefixes.
-func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines []*fakeEngine) {
+func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines []*fakeEngine, m *metrics.Metrics) {
 	b.Helper()
 	cfg := node.DefaultConfig()
 	cfg.HTTPAddr, cfg.NATSListen = "127.0.0.1:0", "127.0.0.1:0"
@@ -182,7 +185,7 @@ func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines [
 		b.Cleanup(e.close)
 		engines = append(engines, e)
 	}
-	m := n.Metrics()
+	m = n.Metrics()
 	waitFor(b, "engines and their snapshots", func() bool {
 		return n.Engines() == latEngines && testutil.ToFloat64(m.Resyncs.WithLabelValues("ok")) >= latEngines
 	})
@@ -192,7 +195,7 @@ func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines [
 	waitFor(b, "stored events", func() bool {
 		return testutil.ToFloat64(m.EventsApplied.WithLabelValues("stored", "ok")) >= float64(len(prefixes))
 	})
-	return "http://" + n.Addr().String(), engines
+	return "http://" + n.Addr().String(), engines, m
 }
 
 func waitFor(b *testing.B, what string, ok func() bool) {
@@ -263,6 +266,15 @@ type sample struct{ node, direct time.Duration }
 // same machine load. The reported added latencies are the differences of
 // the two paths' percentiles; paired-p50/p99 are the percentiles of the
 // per-request differences, which also carry the direct path's jitter.
+//
+// Both paths use the same client, transport and body bytes, and the same
+// fake engine code (the direct path always calls engine 1, which also
+// serves its share of the routed requests), so what the client does is
+// the same on both and cancels out of the difference. The half-interval
+// offset keeps the pairs apart: a routed request of up to 500 µs is done
+// before its direct twin starts. The hashing, matching, scheduling and
+// total metrics are the node's own mean decision time per phase, read
+// from its overhead histogram over the timed requests.
 func BenchmarkNodeAddedLatency(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	prefixes := make([][]uint32, latPrefixes)
@@ -272,22 +284,69 @@ func BenchmarkNodeAddedLatency(b *testing.B) {
 			prefixes[i][j] = uint32(rng.IntN(latVocabulary))
 		}
 	}
-	base, engines := startLatencyNode(b, prefixes)
+	base, engines, m := startLatencyNode(b, prefixes)
 	bodies := latencyBodies(latWarmup+latRequests, prefixes, rng)
-	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true, WriteBufferSize: 64 << 10}
+	// The client's write buffer holds a whole request, headers and body,
+	// so each request goes out in one write without a copy buffer: client,
+	// node and engines share this process and its garbage collector, and
+	// a real client's garbage would not land on the node's.
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true, WriteBufferSize: 128 << 10}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	nodeURL, directURL := base+"/v1/completions", engines[0].srv.URL+"/v1/completions"
 	var samples []sample
 	var cpu time.Duration
+	var phases [len(latPhases)]phaseTime
 	for b.Loop() {
 		openLoop(b, client, nodeURL, directURL, bodies[:latWarmup])
-		before := processCPU()
+		before, beforePhases := processCPU(), readPhases(b, m)
 		samples = append(samples, openLoop(b, client, nodeURL, directURL, bodies[latWarmup:])...)
 		cpu += processCPU() - before
+		for i, p := range readPhases(b, m) {
+			phases[i].add(p.minus(beforePhases[i]))
+		}
 	}
 	reportLatency(b, samples)
 	b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(len(samples)), "cpu-us/pair")
+	for i, name := range latPhases {
+		b.ReportMetric(phases[i].meanMicros(), name+"-us")
+	}
+}
+
+// latPhases are the phases of the node's routing decision reported by
+// BenchmarkNodeAddedLatency, from kvrouter_router_overhead_milliseconds:
+// the mean time Route spent on them per request, which tells how much of
+// the added latency is the decision and how much the HTTP edge, parsing
+// and proxying around it.
+var latPhases = [...]string{"hashing", "matching", "scheduling", "total"}
+
+// phaseTime is a histogram's sum (in milliseconds) and count.
+type phaseTime struct {
+	sum   float64
+	count uint64
+}
+
+func (p phaseTime) minus(q phaseTime) phaseTime { return phaseTime{p.sum - q.sum, p.count - q.count} }
+
+func (p *phaseTime) add(q phaseTime) { p.sum, p.count = p.sum+q.sum, p.count+q.count }
+
+func (p phaseTime) meanMicros() float64 {
+	if p.count == 0 {
+		return 0
+	}
+	return p.sum * 1000 / float64(p.count)
+}
+
+// readPhases reads the decision phase histograms of the node's metrics.
+func readPhases(b *testing.B, m *metrics.Metrics) (out [len(latPhases)]phaseTime) {
+	for i, name := range latPhases {
+		var d dto.Metric
+		if err := m.Overhead.WithLabelValues(name).(prometheus.Metric).Write(&d); err != nil {
+			b.Fatal(err)
+		}
+		out[i] = phaseTime{d.GetHistogram().GetSampleSum(), d.GetHistogram().GetSampleCount()}
+	}
+	return out
 }
 
 // processCPU is the CPU time the process has used. Per pair of requests

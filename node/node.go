@@ -170,6 +170,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventplane.Registry) error {
 	fcfg := n.cfg.Frontend
 	fcfg.Ready = n.Ready
+	fcfg.DC = n.cfg.DC
 	shutdownTracing, err := n.tracing(ctx, &fcfg)
 	if err != nil {
 		return err

@@ -33,6 +33,33 @@ type observers struct {
 	m                                    *metrics.Metrics
 	hashing, matching, scheduling, total prometheus.Observer
 	events                               map[string]prometheus.Counter
+	hit                                  *hitRates
+}
+
+// hitRates caches the predicted hit rate histogram's child per model, so
+// that each decision records without a label lookup.
+type hitRates struct {
+	vec    *prometheus.HistogramVec
+	mu     sync.RWMutex
+	models map[string]prometheus.Observer
+}
+
+// forModel returns model's child, resolving it on first use. Models come
+// from the engine registry, so the map grows no more than the metric.
+func (h *hitRates) forModel(model string) prometheus.Observer {
+	h.mu.RLock()
+	o := h.models[model]
+	h.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if o = h.models[model]; o == nil {
+		o = h.vec.WithLabelValues(model)
+		h.models[model] = o
+	}
+	return o
 }
 
 // newObservers resolves the children; m may be nil.
@@ -45,6 +72,7 @@ func newObservers(m *metrics.Metrics) observers {
 	o.matching = m.Overhead.WithLabelValues("matching")
 	o.scheduling = m.Overhead.WithLabelValues("scheduling")
 	o.total = m.Overhead.WithLabelValues("total")
+	o.hit = &hitRates{vec: m.PredictedHitRate, models: make(map[string]prometheus.Observer)}
 	o.events = make(map[string]prometheus.Counter, len(affinityEvents))
 	for _, ev := range affinityEvents {
 		o.events[ev] = m.AffinityEvents.WithLabelValues(ev)
@@ -74,7 +102,7 @@ func (o *observers) hitRate(model string, cached, blocks int) {
 	if o.m == nil || blocks <= 0 {
 		return
 	}
-	o.m.PredictedHitRate.WithLabelValues(model).Observe(float64(cached) / float64(blocks))
+	o.hit.forModel(model).Observe(float64(cached) / float64(blocks))
 }
 
 // affinity counts n affinity events.

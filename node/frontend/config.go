@@ -15,6 +15,9 @@ var ErrConfig = errors.New("frontend: invalid config")
 // Config configures a Server. The zero value of every field means its
 // default (see limits.go for the reasons behind each default).
 type Config struct {
+	// DC is the data center the node serves, reported by GET
+	// /v1/sessions/{id}.
+	DC string
 	// MaxBodyBytes caps request bodies; larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxPromptTokens caps prompts (token ids, or text at TextBytesPerToken

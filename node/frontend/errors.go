@@ -59,6 +59,7 @@ var errorTable = []errorClass{
 	{ErrNotFound, http.StatusNotFound, "invalid_request_error", "not_found"},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed"},
 	{dispatch.ErrModelNotFound, http.StatusNotFound, "invalid_request_error", "model_not_found"},
+	{dispatch.ErrSessionNotFound, http.StatusNotFound, "invalid_request_error", "session_not_found"},
 	{dispatch.ErrSessionLimit, http.StatusTooManyRequests, "rate_limit_error", "session_limit"},
 	{dispatch.ErrOverloaded, statusOverload, "server_error", "overloaded"},
 	{dispatch.ErrNoEngine, http.StatusServiceUnavailable, "server_error", "no_engine"},
@@ -111,13 +112,5 @@ func paramOf(err error) string {
 
 // outcome is the Requests metric's outcome label of a status.
 func outcome(status int) string {
-	switch {
-	case status == StatusClientClosed:
-		return "canceled"
-	case status < 400:
-		return "ok"
-	case status < 500:
-		return "client_error"
-	}
-	return "server_error"
+	return outcomes[outcomeIndex(status)]
 }

@@ -31,6 +31,7 @@ type exchange struct {
 	model  string
 	status int
 	p      *parsed
+	body   *body
 	dec    *dispatch.Decision
 	obs    observation
 }
@@ -53,12 +54,12 @@ func (s *Server) completionHandler(ep endpoint) http.HandlerFunc {
 // serve reads, parses and routes the request, then proxies it. Every
 // path past a successful Route calls Decision.Done exactly once.
 func (x *exchange) serve(ctx context.Context) {
-	body, err := x.readBody()
-	if err != nil {
+	var err error
+	if x.body, err = x.readBody(); err != nil {
 		x.fail(err)
 		return
 	}
-	if x.p, err = parseRequestPooled(body, x.ep, x.s.cfg.MaxPromptTokens, getTokens()); err != nil {
+	if x.p, err = parseRequestPooled(x.body.data, x.ep, x.s.cfg.MaxPromptTokens, getTokens()); err != nil {
 		x.fail(err)
 		return
 	}
@@ -77,17 +78,18 @@ func (x *exchange) serve(ctx context.Context) {
 	// use it to debug affinity and cache placement, and it carries nothing
 	// the client could not learn from latency anyway.
 	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
-	err = x.proxy(ctx, body)
+	err = x.proxy(ctx)
 	x.dec.Done(err)
 }
 
-// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout.
+// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout,
+// into a pooled buffer when the length is known (see body).
 // The read deadline is the slowloris defence for bodies: once the headers
 // are in, the client has BodyReadTimeout to deliver the body, however it
 // paces the bytes. The deadline is cleared afterwards, because the server
 // keeps reading the connection in the background during the response to
 // notice a client that goes away, and that read must not time out.
-func (x *exchange) readBody() ([]byte, error) {
+func (x *exchange) readBody() (*body, error) {
 	limit := x.s.cfg.MaxBodyBytes
 	if x.r.ContentLength > limit {
 		return nil, ErrBodyTooLarge
@@ -95,21 +97,25 @@ func (x *exchange) readBody() ([]byte, error) {
 	_ = x.rc.SetReadDeadline(x.s.cfg.Now().Add(x.s.cfg.BodyReadTimeout))
 	defer func() { _ = x.rc.SetReadDeadline(time.Time{}) }()
 	rd := http.MaxBytesReader(x.w, x.r.Body, limit)
-	var body []byte
+	var b *body
 	var err error
 	if n := x.r.ContentLength; n >= 0 {
-		body = make([]byte, n)
-		_, err = io.ReadFull(rd, body)
+		b = getBody(int(n))
+		_, err = io.ReadFull(rd, b.data)
 	} else {
-		body, err = io.ReadAll(rd)
+		var data []byte
+		data, err = io.ReadAll(rd)
+		b = wrapBody(data)
 	}
 	if err != nil {
 		// The rest of a failed body is not worth reading: closing the
 		// connection stops net/http from draining it after the response,
 		// which a trickling client would stretch out indefinitely.
 		x.w.Header().Set("Connection", "close")
+		b.release()
+		return nil, bodyError(err)
 	}
-	return body, bodyError(err)
+	return b, nil
 }
 
 // bodyError classifies a body read failure.
@@ -174,6 +180,9 @@ func (x *exchange) finish() {
 	// The token ids were lent to the router for Route only (see
 	// dispatch.Request), and the metrics above were the last reader.
 	x.p.release()
+	// The engine transport may still hold a reader of the body; the
+	// buffer returns to its pool when that is closed too.
+	x.body.release()
 	x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
 	if x.status >= 500 || x.status == StatusClientClosed {
 		x.span.SetStatus(codes.Error, outcome(x.status))

@@ -28,11 +28,11 @@ func (o *observation) outputTokens() int {
 
 // record updates the request metrics of a finished exchange.
 func (x *exchange) record() {
-	m := x.s.metrics
-	if m == nil {
+	if x.s.metrics == nil {
 		return
 	}
-	m.Requests.WithLabelValues(x.model, x.ep.path(), outcome(x.status)).Inc()
+	m := x.s.observers.forModel(x.model)
+	m.requests[x.ep][outcomeIndex(x.status)].Inc()
 	if x.model == "" || x.dec == nil {
 		return
 	}
@@ -41,18 +41,18 @@ func (x *exchange) record() {
 	if o.promptTokens > 0 {
 		in = o.promptTokens
 	}
-	m.InputTokens.WithLabelValues(x.model).Observe(float64(in))
+	m.input.Observe(float64(in))
 	if x.status >= 400 {
 		return
 	}
-	m.OutputTokens.WithLabelValues(x.model).Observe(float64(o.outputTokens()))
+	m.output.Observe(float64(o.outputTokens()))
 	if !x.p.Stream || o.chunks == 0 {
 		return
 	}
-	m.TTFT.WithLabelValues(x.model).Observe(o.firstToken.Sub(x.start).Seconds())
+	m.ttft.Observe(o.firstToken.Sub(x.start).Seconds())
 	if o.chunks > 1 {
 		itl := o.lastToken.Sub(o.firstToken) / time.Duration(o.chunks-1)
-		m.ITL.WithLabelValues(x.model).Observe(itl.Seconds())
+		m.itl.Observe(itl.Seconds())
 	}
 }
 

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -21,10 +20,10 @@ const MaxResponseBytes = 256 << 20
 
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
-func (x *exchange) proxy(ctx context.Context, body []byte) error {
+func (x *exchange) proxy(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the upstream request on every return path
-	req, err := x.upstreamRequest(ctx, body)
+	req, err := x.upstreamRequest(ctx)
 	if err != nil {
 		return x.upstreamFailed(ctx, err)
 	}
@@ -47,11 +46,21 @@ func (x *exchange) proxy(ctx context.Context, body []byte) error {
 // upstreamRequest builds the engine request: the client's body byte for
 // byte, the request id and the trace context. The client's credentials
 // are not forwarded: they authenticate to the node, not to the engine.
-func (x *exchange) upstreamRequest(ctx context.Context, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.dec.EndpointURL+x.ep.path(), bytes.NewReader(body))
+// The body is read from the exchange's pooled buffer, and GetBody lets
+// the transport replay it on a fresh connection when a kept-alive one
+// turns out to be closed.
+func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
+	rd, err := x.body.reader()
 	if err != nil {
 		return nil, err
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.dec.EndpointURL+x.ep.path(), rd)
+	if err != nil {
+		_ = rd.Close()
+		return nil, err
+	}
+	req.ContentLength = int64(len(x.body.data))
+	req.GetBody = x.body.reader
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", x.id)
 	if x.p.Stream {

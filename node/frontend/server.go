@@ -28,9 +28,11 @@ type Server struct {
 	cfg     Config
 	router  dispatch.Router
 	metrics *metrics.Metrics
-	log     *slog.Logger
-	tracer  trace.Tracer
-	client  *http.Client
+	// observers caches metrics' children per model.
+	observers observerCache
+	log       *slog.Logger
+	tracer    trace.Tracer
+	client    *http.Client
 	// transport is set when the Server built its own transport, which it
 	// then closes when Serve returns.
 	transport *http.Transport
@@ -56,7 +58,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	s := &Server{cfg: cfg, router: r, metrics: m, log: log, tracer: tp.Tracer(tracerName)}
+	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName)}
 	rt := cfg.Transport
 	if rt == nil {
 		s.transport = newTransport(cfg)
@@ -70,19 +72,20 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 
 // newTransport builds the engine transport. Engines are few and close, so
 // many idle connections per engine are kept to avoid a handshake per
-// request; compression is off because SSE must flow event by event; 64 KiB
-// buffers send a long pre-tokenized prompt in a few writes instead of
-// dozens of 4 KiB ones.
+// request; compression is off because SSE must flow event by event. The
+// connections write request bodies straight from the pooled buffer
+// (engineConn), so a long pre-tokenized prompt goes out in one write after
+// the write buffer's first 4 KiB; the 64 KiB read buffer takes a large
+// non-streamed answer in few reads.
 func newTransport(cfg Config) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: cfg.UpstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialEngine((&net.Dialer{Timeout: cfg.UpstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       cfg.IdleTimeout,
 		ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout,
 		DisableCompression:    true,
-		WriteBufferSize:       64 << 10,
 		ReadBufferSize:        64 << 10,
 	}
 }
@@ -110,6 +113,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.completionHandler(endpointCompletions))
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleUnbind)
+	mux.HandleFunc("GET /v1/sessions/{id}", s.handleSession)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /ready", s.handleReady)
 	if s.metrics != nil {

@@ -37,6 +37,7 @@ func (s *scanner) tokenArray(dst []uint32, limit int) ([]uint32, error) {
 		dst = append(make([]uint32, 0, len(dst)+want), dst...)
 	}
 	for {
+		dst, i = plainRunFast(dst, b, i, limit)
 		dst, i = plainRun(dst, b, i, limit)
 		i = skipSpace(b, i)
 		v, next, ok := plainToken(b, i)
@@ -207,9 +208,12 @@ func (s *scanner) token() (uint32, error) {
 	return uint32(w), err
 }
 
+// isDigit reports whether c is a decimal digit.
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // continuesNumber reports whether c would extend a JSON number.
 func continuesNumber(c byte) bool {
-	return '0' <= c && c <= '9' || c == '.' || c == 'e' || c == 'E'
+	return isDigit(c) || c == '.' || c == 'e' || c == 'E'
 }
 
 // countTokenArray validates a token id array without keeping it and

@@ -16,6 +16,10 @@ import (
 // []uint32 and yield the same ids, also when it parses into a dirty
 // recycled buffer.
 func TestPlainRunMatchesEncodingJSON(t *testing.T) {
+	forEachParser(t, testPlainRunMatchesEncodingJSON)
+}
+
+func testPlainRunMatchesEncodingJSON(t *testing.T) {
 	buf := getTokens()
 	rapid.Check(t, func(t *rapid.T) {
 		plain := rapid.StringMatching(`[1-9][0-9]{0,6}|0`)
@@ -42,6 +46,10 @@ func TestPlainRunMatchesEncodingJSON(t *testing.T) {
 // TestPlainRunStopsAtLimit checks that the fast path honours the token
 // limit exactly: a prompt of limit ids passes, one more is refused.
 func TestPlainRunStopsAtLimit(t *testing.T) {
+	forEachParser(t, testPlainRunStopsAtLimit)
+}
+
+func testPlainRunStopsAtLimit(t *testing.T) {
 	ids := make([]string, 200)
 	for i := range ids {
 		ids[i] = "123"

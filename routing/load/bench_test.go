@@ -61,3 +61,43 @@ func BenchmarkAddFree(b *testing.B) {
 		tr.Free(req.ID)
 	}
 }
+
+// BenchmarkAddFreeLong books and frees a 192-block prompt (12,288 tokens
+// at block size 64) on an idle worker and on one holding 8 other prompts
+// of the same shape, half of which share a 64-block prefix with it: the
+// bookkeeping of one long request at the node's latency target.
+func BenchmarkAddFreeLong(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	prompt := func(prefix []uint64) []routing.SeqHash {
+		locals := append([]uint64(nil), prefix...)
+		for len(locals) < 192 {
+			locals = append(locals, r.Uint64())
+		}
+		return chain(locals...)
+	}
+	shared := make([]uint64, 64)
+	for i := range shared {
+		shared[i] = r.Uint64()
+	}
+	for _, busy := range []int{0, 8} {
+		b.Run(fmt.Sprintf("others=%d", busy), func(b *testing.B) {
+			tr := newTracker(b, DefaultConfig(64))
+			w := routing.Worker{ID: 1}
+			for k := range busy {
+				var pre []uint64
+				if k%2 == 0 {
+					pre = shared
+				}
+				mustAdd(b, tr, Request{ID: fmt.Sprint("other-", k), Worker: w, Hashes: prompt(pre), ISLTokens: 64 * 192}, t0)
+			}
+			req := Request{ID: "bench", Worker: w, Hashes: prompt(shared), ISLTokens: 64 * 192}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tr.Add(req, t0); err != nil {
+					b.Fatal(err)
+				}
+				tr.Free(req.ID)
+			}
+		})
+	}
+}

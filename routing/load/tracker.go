@@ -50,20 +50,32 @@ type Tracker struct {
 	workers  map[routing.Worker]*workerState
 	requests map[string]*active
 	expired  uint64
-	// spare is the emptied reference-count map of the last worker that
-	// went idle, handed to the next worker that becomes active. A worker
-	// going idle between requests is the common case at moderate load,
-	// and rebuilding a map of a prompt's blocks for every request costs
-	// more than the bookkeeping itself. Only maps that stayed small are
-	// kept (see maxSpareRefs), so the spare bounds the memory held for
-	// idle workers.
-	spare map[routing.SeqHash]int32
+	// spare is the emptied reference table of the last worker that went
+	// idle, handed to the next worker that becomes active. A worker going
+	// idle between requests is the common case at moderate load, and
+	// rebuilding a table of a prompt's blocks for every request costs more
+	// than the bookkeeping itself. Only tables that stayed small are kept
+	// (see maxSpareRefs), so the spare bounds the memory held for idle
+	// workers.
+	spare *refTable
+	// records holds the records of freed requests, with their hash slices,
+	// for reuse by Add: copying a long prompt's hashes into a fresh slice
+	// for every request would make the tracker a steady source of garbage
+	// at a thousand requests a second.
+	records []*active
 }
 
-// maxSpareRefs is the largest reference-count map, in entries it once
-// held, that is kept as the spare: a map keeps its peak size after its
-// entries are deleted. 64Ki blocks are a few long prompts; about 2 MiB.
+// maxSpareRefs is the largest reference table, in entries it once held,
+// that is kept as the spare: a table keeps its peak size after its
+// entries are removed. 64Ki blocks are a few long prompts; 2 MiB of slots.
 const maxSpareRefs = 64 << 10
+
+// maxFreeRecords and maxFreeHashes bound Tracker.records: 64 records of at
+// most 16Ki hashes (a 1M-token prompt at block size 64) hold at most 8 MiB.
+const (
+	maxFreeRecords = 64
+	maxFreeHashes  = 16 << 10
+)
 
 // New returns an empty tracker, or an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Tracker, error) {
@@ -91,7 +103,8 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 	if _, dup := t.requests[r.ID]; dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateRequest, r.ID)
 	}
-	a := &active{worker: r.Worker, isl: int64(r.ISLTokens), added: now}
+	a := t.newActive()
+	*a = active{worker: r.Worker, isl: int64(r.ISLTokens), added: now, hashes: a.hashes[:0]}
 	ws := t.workerFor(r.Worker)
 	if t.cfg.TrackPrefillTokens {
 		a.prefillTokens = t.uncached(a.isl, int64(r.CachedBlocks))
@@ -99,7 +112,7 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 	}
 	total := ceilDiv(a.isl, t.blockSize)
 	if t.cfg.AssumeKVReuse {
-		a.hashes = append([]routing.SeqHash(nil), r.Hashes...)
+		a.hashes = append(a.hashes, r.Hashes...)
 		a.decodeBlocks = total - int64(len(r.Hashes))
 		ws.decodeBlocks += ws.addShared(a.hashes)
 	} else {
@@ -109,6 +122,25 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 	ws.activeRequests++
 	t.requests[r.ID] = a
 	return nil
+}
+
+// newActive returns a record for Add, recycled when one is free. Callers
+// hold the lock.
+func (t *Tracker) newActive() *active {
+	if n := len(t.records); n > 0 {
+		a := t.records[n-1]
+		t.records = t.records[:n-1]
+		return a
+	}
+	return &active{}
+}
+
+// recycle keeps a freed request's record for a later Add. Callers hold
+// the lock, and a is no longer referenced.
+func (t *Tracker) recycle(a *active) {
+	if len(t.records) < maxFreeRecords && cap(a.hashes) <= maxFreeHashes {
+		t.records = append(t.records, a)
+	}
 }
 
 // checkRequest validates a request before any state changes.
@@ -221,10 +253,11 @@ func (t *Tracker) free(id string) bool {
 		// Every block a request added was released by its own Free, so
 		// an idle worker's map is empty; the length check keeps that an
 		// observation rather than an assumption.
-		if len(ws.refs) == 0 && ws.refs != nil && ws.peakRefs <= maxSpareRefs {
+		if ws.refs != nil && ws.refs.len() == 0 && ws.refs.peak <= maxSpareRefs {
 			t.spare = ws.refs
 		}
 	}
+	t.recycle(a)
 	return true
 }
 

@@ -11,10 +11,7 @@ type workerState struct {
 	// refs counts, per prompt block hash, the active requests of this worker
 	// that hold the block. It is only filled when KV reuse is assumed; a
 	// block adds to decodeBlocks when its count goes from zero to one.
-	refs map[routing.SeqHash]int32
-	// peakRefs is the most entries refs has held, which is what its memory
-	// stays at.
-	peakRefs int
+	refs *refTable
 }
 
 // addShared books the shared prompt blocks of a request and returns how many
@@ -24,31 +21,26 @@ func (w *workerState) addShared(hashes []routing.SeqHash) int64 {
 		return 0
 	}
 	if w.refs == nil {
-		w.refs = make(map[routing.SeqHash]int32, len(hashes))
+		w.refs = newRefTable(len(hashes))
 	}
 	var fresh int64
 	for _, h := range hashes {
-		n := w.refs[h]
-		if n == 0 {
+		if w.refs.inc(h) {
 			fresh++
 		}
-		w.refs[h] = n + 1
 	}
-	w.peakRefs = max(w.peakRefs, len(w.refs))
 	return fresh
 }
 
 // removeShared releases the shared prompt blocks of a request and returns
 // how many of them are no longer held by any active request.
 func (w *workerState) removeShared(hashes []routing.SeqHash) int64 {
+	if w.refs == nil {
+		return 0
+	}
 	var gone int64
 	for _, h := range hashes {
-		n := w.refs[h]
-		switch {
-		case n > 1:
-			w.refs[h] = n - 1
-		case n == 1:
-			delete(w.refs, h)
+		if w.refs.dec(h) {
 			gone++
 		}
 	}
@@ -62,13 +54,13 @@ func (w *workerState) removeShared(hashes []routing.SeqHash) int64 {
 // caller breaks the chaining contract the result is still within
 // [0, len(hashes)], so a projection is never below the active load.
 func (w *workerState) activePrefix(hashes []routing.SeqHash) int64 {
-	if w == nil || len(w.refs) == 0 {
+	if w == nil || w.refs == nil || w.refs.len() == 0 {
 		return 0
 	}
 	lo, hi := 0, len(hashes)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if w.refs[hashes[mid]] > 0 {
+		if w.refs.count(hashes[mid]) > 0 {
 			lo = mid + 1
 		} else {
 			hi = mid

@@ -1,0 +1,51 @@
+package frontend
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
+
+// sessionView is the JSON answer of GET /v1/sessions/{id}.
+type sessionView struct {
+	ID       string `json:"id"`
+	Object   string `json:"object"`
+	DC       string `json:"dc,omitempty"`
+	Engine   string `json:"engine"`
+	EngineID uint64 `json:"engine_id"`
+	Rank     uint32 `json:"rank"`
+	// Version is the binding's version; in a router cluster it is the raft
+	// index of the bind, a fencing token.
+	Version      uint64 `json:"version"`
+	Active       int    `json:"active_requests"`
+	IdleDeadline string `json:"idle_deadline,omitempty"`
+}
+
+// handleSession answers where a session is bound: GET /v1/sessions/{id}.
+// It is this node's applied state (a local read), 404 when unbound.
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == "" || len(id) > MaxSessionIDBytes {
+		s.writeError(w, badParam("id", "session id must be 1 to %d bytes", MaxSessionIDBytes))
+		return
+	}
+	sr, ok := s.router.(dispatch.SessionReader)
+	if !ok {
+		s.writeError(w, ErrNotFound)
+		return
+	}
+	b, err := sr.Session(r.Context(), id)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	v := sessionView{ID: id, Object: "session", DC: s.cfg.DC, Engine: b.Worker.String(), EngineID: uint64(b.Worker.ID),
+		Rank: b.Worker.Rank, Version: b.Version, Active: b.Active}
+	if !b.IdleDeadline.IsZero() {
+		v.IdleDeadline = b.IdleDeadline.UTC().Format(time.RFC3339Nano)
+	}
+	body, _ := json.Marshal(v)
+	writeJSON(w, http.StatusOK, body)
+}
