@@ -100,6 +100,16 @@
 // server config requires client certificates); the forwarding and admin
 // clients take their credentials from Config.DialOptions.
 //
+// # Ownership change stream
+//
+// The FSM records, per applied entry that changed ownership, one batch of
+// changes (stored, removed, rank cleared, worker removed, in sequence
+// hashes) in a bounded ring (OwnershipLog). RegisterOwnership serves it as
+// the Ownership.Watch gRPC stream: the batches after a raft index, or a
+// snapshot consistent with one applied index and the batches after it. A
+// DC's relay follows it to summarise the DC's ownership for other DCs; see
+// watch.go for why a change stream rather than a raft nonvoter.
+//
 // # Durable state
 //
 // StoreState keeps a MemState for reads and mirrors every write into a

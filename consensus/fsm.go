@@ -46,6 +46,8 @@ type FSM struct {
 	// apply and restore (fsm_durable.go).
 	durable       durableState
 	durableFailed bool
+	// watch records the ownership changes of every entry (watch_ring.go).
+	watch *OwnershipLog
 }
 
 var (
@@ -72,6 +74,7 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	if d, ok := st.(durableState); ok {
 		f.openDurable(d)
 	}
+	f.watch = newOwnershipLog(f.applied) // Ownership change stream: covers what is applied from here on.
 	return f
 }
 
@@ -80,6 +83,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.applyLocked(l)
+	f.watch.seal(l.Index) // Ownership change stream: one batch per entry that changed ownership.
 	f.commitDurable(l.Term)
 	return r
 }
@@ -92,6 +96,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	for i, l := range logs {
 		out[i] = f.applyLocked(l)
+		f.watch.seal(l.Index) // Ownership change stream: one batch per entry that changed ownership.
 	}
 	if len(logs) > 0 {
 		f.commitDurable(logs[len(logs)-1].Term)

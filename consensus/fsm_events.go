@@ -111,6 +111,7 @@ func (f *FSM) applyEvent(ev *routing.Event) bool {
 	case ev.ID == cur+1:
 	case ev.ID == 1 && cur > 1:
 		f.st.ClearRank(w)
+		f.watch.rankCleared(w) // Ownership change stream.
 	default:
 		return false
 	}
@@ -132,6 +133,7 @@ func (f *FSM) applyBody(ev *routing.Event) {
 		}
 	case routing.EventCleared:
 		f.st.ClearRank(ev.Worker)
+		f.watch.rankCleared(ev.Worker) // Ownership change stream.
 	}
 }
 
@@ -156,10 +158,17 @@ func (f *FSM) storeBlocks(ev *routing.Event, bit uint8) {
 		prev = seq
 		if old, had := f.st.Block(w, b.Engine); had && old != seq {
 			// A reused engine id: its old block is gone from every tier.
+			if f.st.Tiers(w, old) != 0 {
+				f.watch.removed(w, old) // Ownership change stream.
+			}
 			f.st.SetTiers(w, old, 0)
 		}
 		f.st.PutBlock(w, b.Engine, seq)
-		f.st.SetTiers(w, seq, f.st.Tiers(w, seq)|bit)
+		t := f.st.Tiers(w, seq)
+		if t == 0 {
+			f.watch.stored(w, seq) // Ownership change stream: a new (rank, block) row.
+		}
+		f.st.SetTiers(w, seq, t|bit)
 	}
 }
 
@@ -170,9 +179,13 @@ func (f *FSM) removeBlock(w routing.Worker, eh routing.EngineHash, bit uint8) {
 	if !ok {
 		return
 	}
-	t := f.st.Tiers(w, seq) &^ bit
+	old := f.st.Tiers(w, seq)
+	t := old &^ bit
 	if t == 0 {
 		f.st.DeleteBlock(w, eh)
+		if old != 0 {
+			f.watch.removed(w, seq) // Ownership change stream: the row is gone.
+		}
 	}
 	f.st.SetTiers(w, seq, t)
 }
@@ -241,6 +254,9 @@ func (f *FSM) removeWorker(id routing.WorkerID) *kvrpb.RaftResult {
 	})
 	for _, w := range ranks {
 		f.st.DropRank(w)
+	}
+	if len(ranks) > 0 {
+		f.watch.workerRemoved(id) // Ownership change stream.
 	}
 	f.idx.RemoveEngine(id)
 	_, had := f.st.Worker(id)

@@ -73,6 +73,7 @@ func (f *FSM) replaceRank(c *kvrpb.RaftReplaceRank) *kvrpb.RaftResult {
 	w := routing.Worker{ID: routing.WorkerID(c.EngineId), Rank: c.Rank}
 	if c.First {
 		f.st.DropRank(w)
+		f.watch.rankCleared(w) // Ownership change stream.
 		f.idx.RemoveWorker(w)
 	}
 	for i := range events {

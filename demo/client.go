@@ -154,6 +154,7 @@ func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 // the other side died.
 func broken(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed) ||
 		// net/http's unexported error for a pooled connection the server
 		// closed before the request was written.
@@ -206,7 +207,16 @@ func readStream(body io.Reader, t0 time.Time) Outcome {
 		}
 		var c chunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			o.Err = fmt.Errorf("bad stream chunk: %w", err)
+			// A stream cut mid-line ends with a partial last line
+			// (bufio.Scanner hands it over with the read error); the
+			// break, not the partial JSON, is the failure then.
+			for sc.Scan() {
+			}
+			if serr := sc.Err(); serr != nil {
+				o.Err = serr
+			} else {
+				o.Err = fmt.Errorf("bad stream chunk: %w", err)
+			}
 			return o
 		}
 		if c.Error != nil {

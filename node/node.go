@@ -171,6 +171,9 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventp
 	fcfg := n.cfg.Frontend
 	fcfg.Ready = n.Ready
 	fcfg.DC = n.cfg.DC
+	if n.cfg.Cluster.Enabled() {
+		fcfg.Serving = *n.serving.Load()
+	}
 	shutdownTracing, err := n.tracing(ctx, &fcfg)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd(), newClusterCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd(), newClusterCmd(), newRelayCmd())
 	return root
 }
 

@@ -18,6 +18,11 @@ type Config struct {
 	// DC is the data center the node serves, reported by GET
 	// /v1/sessions/{id}.
 	DC string
+	// Serving, when set, gates the routed endpoints: while it reports
+	// false they answer 503 not_ready without reading the body (a
+	// cluster member that has not caught up). It is called per request
+	// and must be cheap.
+	Serving func() bool
 	// MaxBodyBytes caps request bodies; larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxPromptTokens caps prompts (token ids, or text at TextBytesPerToken

@@ -54,6 +54,10 @@ func (s *Server) completionHandler(ep endpoint) http.HandlerFunc {
 // serve reads, parses and routes the request, then proxies it. Every
 // path past a successful Route calls Decision.Done exactly once.
 func (x *exchange) serve(ctx context.Context) {
+	if f := x.s.cfg.Serving; f != nil && !f() {
+		x.fail(ErrNotReady)
+		return
+	}
 	var err error
 	if x.body, err = x.readBody(); err != nil {
 		x.fail(err)

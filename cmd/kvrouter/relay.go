@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/relay/gateway"
+	"github.com/kvrouter/kvrouter/relay/service"
+)
+
+// relayFlags binds every `kvrouter relay` option to the relay's Config.
+type relayFlags struct {
+	cfg        service.Config
+	configPath string
+	peers      []string
+	pools      []string
+	log        logFlags
+}
+
+func (f *relayFlags) register(fs *pflag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&f.configPath, "config", "", "YAML file of options (keys as flag names with underscores); precedence: default < file < KVR_* environment < flag")
+	fs.StringVar(&c.DC, "dc", "dc1", "this relay's data center")
+	fs.StringVar(&c.Name, "name", "", "this relay's name towards its peers (default relay-<dc>)")
+	fs.StringVar(&c.NATS, "nats", "nats://127.0.0.1:4222", "the DC's NATS server (engine cards)")
+	fs.StringSliceVar(&c.Nodes, "nodes", []string{"http://127.0.0.1:8000"}, "the DC's router nodes' client URLs")
+	fs.StringSliceVar(&c.ClusterAPIs, "cluster-apis", []string{"127.0.0.1:7100"}, "the DC's router nodes' cluster API addresses (ownership stream)")
+	fs.StringVar(&c.GatewayAddr, "gateway-addr", "127.0.0.1:8080", "the DC's OpenAI-compatible ingress address")
+	fs.StringVar(&c.PublishAddr, "publish-addr", "127.0.0.1:7200", "where the DC's summaries are served to other DCs' relays (gRPC)")
+	fs.StringSliceVar(&f.peers, "peers", nil, "other DCs' relays, dc=publish_addr/gateway_addr/wan_rtt each (e.g. eu=10.1.0.5:7200/10.1.0.5:8080/80ms)")
+	fs.StringSliceVar(&f.pools, "pools", []string{fmt.Sprintf("%s:%d", mocker.DefaultModel, mocker.DefaultBlockSize)}, "pools summarised and searched, model:block_size each")
+	p := &c.Policy
+	fs.BoolVar(&p.LocalOnly, "local-only", false, "never forward for prefix reuse (sessions still go to the DC that owns them)")
+	fs.Float64Var(&p.PrefillCostPerTokenMs, "prefill-cost-per-token-ms", 0, "prefill time of one prompt token, the worth of a cached token (0: gateway default)")
+	fs.Float64Var(&p.UtilizationPenaltyMs, "utilization-penalty-ms", 0, "penalty of a fully utilised DC (0: gateway default)")
+	fs.Float64Var(&p.MaxUtilization, "max-utilization", 0, "skip remote DCs at or above this utilization (0: gateway default)")
+	fs.DurationVar(&p.MaxStaleness, "max-staleness", 0, "skip remote summaries not heard from for longer (0: gateway default)")
+	fs.Float64Var(&p.MinAdvantageMs, "min-advantage-ms", 0, "a remote DC must beat the local one by more than this")
+	fs.IntVar(&c.Producer.Filter.Capacity, "summary-capacity", service.DefaultSummaryCapacity, "blocks a pool's summary holds before it grows")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", time.Second, "how often summaries carry the pools' load to peers")
+	f.log.register(fs)
+}
+
+// resolve parses the peers and pools.
+func (f *relayFlags) resolve() error {
+	for _, s := range f.peers {
+		dc, rest, ok := strings.Cut(s, "=")
+		parts := strings.Split(rest, "/")
+		if !ok || dc == "" || len(parts) != 3 {
+			return fmt.Errorf("--peers: %q is not dc=publish_addr/gateway_addr/wan_rtt", s)
+		}
+		rtt, err := time.ParseDuration(parts[2])
+		if err != nil || rtt < 0 {
+			return fmt.Errorf("--peers: %q: wan_rtt %q is not a duration", s, parts[2])
+		}
+		f.cfg.Peers = append(f.cfg.Peers, service.Peer{DC: dc, PublishAddr: parts[0], GatewayURL: "http://" + parts[1], WANRTT: rtt})
+	}
+	for _, s := range f.pools {
+		i := strings.LastIndex(s, ":")
+		bs, err := strconv.Atoi(s[i+1:])
+		if i <= 0 || err != nil || bs <= 0 {
+			return fmt.Errorf("--pools: %q is not model:block_size", s)
+		}
+		f.cfg.Pools = append(f.cfg.Pools, gateway.Pool{Model: s[:i], BlockSize: bs})
+	}
+	return nil
+}
+
+func newRelayCmd() *cobra.Command {
+	var f relayFlags
+	cmd := &cobra.Command{
+		Use:   "relay",
+		Short: "Run a DC's relay: cross-DC prefix summaries and the DC's OpenAI ingress gateway",
+		Long: `relay runs one DC's relay. It follows the DC's replicated block ownership from the
+router nodes' cluster API, publishes a compact summary of it per pool to the other DCs'
+relays, follows theirs, and serves the DC's OpenAI-compatible ingress: each request goes
+to the DC that holds its longest prefix when that is worth the WAN round trip, at most one
+hop away, and is then routed within that DC by its router cluster. Sessions are served by
+one DC only.
+
+Every option can also be set in a YAML file (--config) or a KVR_* environment variable.
+Precedence: default < file < environment < flag.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
+				return err
+			}
+			if err := f.resolve(); err != nil {
+				return err
+			}
+			log, err := f.log.logger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			f.cfg.Log = log
+			r, err := service.New(f.cfg)
+			if err != nil {
+				return err
+			}
+			return r.Run(cmd.Context())
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kvrouter/kvrouter/relay/producer"
+)
+
+// Edge limits and defaults. Each is the default of the matching Config
+// field; the comment says why the value is what it is.
+const (
+	// MaxBodyBytes caps a request body. It equals the router node's limit
+	// (node/frontend.MaxBodyBytes), so that the gateway refuses nothing a
+	// node would accept; a 1M-token prompt as a JSON array is about 7 MB.
+	MaxBodyBytes = 32 << 20
+	// MaxPromptTokens is the prompt limit, the router node's as well:
+	// 1Mi tokens is the largest context current models offer.
+	MaxPromptTokens = 1 << 20
+	// MaxSessionIDBytes caps session ids, the node's bound, so that an id
+	// a node would refuse is refused here with a 400 naming the header.
+	MaxSessionIDBytes = 256
+	// MaxDCNameBytes caps a DC name in the forwarding header.
+	MaxDCNameBytes = 256
+	// DefaultBlockSize is the KV block size of models without a Pool
+	// entry: 64 tokens, the block size most engines are configured with.
+	DefaultBlockSize = 64
+	// DefaultHealthInterval is how often each router node's /ready is
+	// polled: a dead node stops receiving new requests within a second,
+	// and connection-refused retries cover the gap.
+	DefaultHealthInterval = time.Second
+	// ReadHeaderTimeout is the slowloris defence for headers: a client
+	// trickling header bytes is cut 10 s after its first byte.
+	ReadHeaderTimeout = 10 * time.Second
+	// BodyReadTimeout bounds receiving a body (set per request): 30 s
+	// moves the largest allowed body over a 10 Mbit/s link.
+	BodyReadTimeout = 30 * time.Second
+	// StreamWriteTimeout is the per-write deadline of a relayed answer,
+	// extended after every write: a slow but reading client keeps its
+	// stream, one that stopped reading is cut after this long.
+	StreamWriteTimeout = 30 * time.Second
+	// IdleTimeout closes idle keep-alive client connections.
+	IdleTimeout = 120 * time.Second
+	// DialTimeout bounds connecting to a router node or a remote gateway;
+	// a connection that takes longer is treated as refused.
+	DialTimeout = 5 * time.Second
+	// ControlTimeout bounds the small control calls (readiness, model
+	// lists, session lookups); they answer from memory on the far side.
+	ControlTimeout = 2 * time.Second
+)
+
+// Remote is another DC's gateway.
+type Remote struct {
+	// DC is the remote DC's name, as its lanes' producer.PoolID.DC.
+	DC string
+	// URL is the remote gateway's base URL (scheme://host:port).
+	URL string
+	// WANRTT is the configured round trip to that DC, the wan_rtt_ms(dc)
+	// term of the decision formula.
+	WANRTT time.Duration
+}
+
+// Pool names the block hashing of one model's engines in every DC.
+type Pool struct {
+	Model string
+	// BlockSize is the KV block size in tokens.
+	BlockSize int
+}
+
+// Config configures a Gateway. Zero fields take the defaults above.
+type Config struct {
+	// DC is this gateway's DC name.
+	DC string
+	// Nodes are the base URLs of the local DC's router nodes.
+	Nodes []string
+	// Remotes are the other DCs' gateways. Every gateway of a federation
+	// must be given the same set of DC names, because new sessions are
+	// homed by a hash over them (doc.go, Sessions).
+	Remotes []Remote
+	// Pools gives each model's block size; DefaultBlockSize otherwise.
+	Pools            []Pool
+	DefaultBlockSize int
+	// Policy is the DC decision policy.
+	Policy Policy
+	// SessionFallback lets a session request whose owning DC is
+	// unreachable be served locally. Off by default: serving it here
+	// would make a second DC serve the session, which the gateway
+	// otherwise never does; the client gets a 503 and retries.
+	SessionFallback bool
+
+	// LocalIndex answers exact local prefix depths; nil counts 0.
+	LocalIndex LocalIndex
+	// RemoteIndex answers remote prefix depths; nil means no lanes.
+	RemoteIndex RemoteIndex
+	// Sessions locates sessions bound in other DCs; nil means sessions
+	// are placed by their hash home only.
+	Sessions SessionLocator
+	// LocalLoad, if set, is the local DC's load for the load penalty.
+	LocalLoad func() producer.Load
+
+	MaxBodyBytes    int64
+	MaxPromptTokens int
+	HealthInterval  time.Duration
+	// Transport carries requests to nodes and remote gateways; nil builds
+	// one with DialTimeout and compression off (bytes pass through as the
+	// upstream wrote them).
+	Transport http.RoundTripper
+	// Now is the clock for deadlines, staleness and latency. Required.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// EnsureDefaults fills zero fields.
+func (c *Config) EnsureDefaults() {
+	if c.DefaultBlockSize == 0 {
+		c.DefaultBlockSize = DefaultBlockSize
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = MaxBodyBytes
+	}
+	if c.MaxPromptTokens == 0 {
+		c.MaxPromptTokens = MaxPromptTokens
+	}
+	if c.HealthInterval == 0 {
+		c.HealthInterval = DefaultHealthInterval
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	c.Policy.EnsureDefaults()
+}
+
+// Validate reports the first invalid field, wrapped in ErrConfig.
+func (c *Config) Validate() error {
+	switch {
+	case c.Now == nil:
+		return fmt.Errorf("%w: no clock", ErrConfig)
+	case !validDC(c.DC):
+		return fmt.Errorf("%w: dc %q", ErrConfig, c.DC)
+	case len(c.Nodes) == 0:
+		return fmt.Errorf("%w: no router nodes", ErrConfig)
+	case c.DefaultBlockSize <= 0 || c.MaxBodyBytes <= 0 || c.MaxPromptTokens <= 0 || c.HealthInterval <= 0:
+		return fmt.Errorf("%w: limits must be positive", ErrConfig)
+	}
+	for _, u := range c.Nodes {
+		if err := validURL(u); err != nil {
+			return err
+		}
+	}
+	if err := c.validateRemotes(); err != nil {
+		return err
+	}
+	for _, p := range c.Pools {
+		if p.Model == "" || p.BlockSize <= 0 {
+			return fmt.Errorf("%w: pool %q block size %d", ErrConfig, p.Model, p.BlockSize)
+		}
+	}
+	return c.Policy.Validate()
+}
+
+// validateRemotes checks the remote gateways: valid, distinct DC names
+// other than the local one, and URLs.
+func (c *Config) validateRemotes() error {
+	seen := map[string]bool{c.DC: true}
+	for _, r := range c.Remotes {
+		if !validDC(r.DC) || seen[r.DC] || r.WANRTT < 0 {
+			return fmt.Errorf("%w: remote dc %q (duplicate, invalid or negative rtt)", ErrConfig, r.DC)
+		}
+		seen[r.DC] = true
+		if err := validURL(r.URL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validDC reports a usable DC name: non-empty, bounded, and printable
+// ASCII, since it travels in a header.
+func validDC(dc string) bool {
+	if dc == "" || len(dc) > MaxDCNameBytes {
+		return false
+	}
+	for i := 0; i < len(dc); i++ {
+		if dc[i] <= ' ' || dc[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// validURL checks a base URL.
+func validURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url %q", ErrConfig, s)
+	}
+	return nil
+}
+
+// trimBase removes a trailing slash from a base URL.
+func trimBase(u string) string { return strings.TrimRight(u, "/") }

@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/relay/consumer"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// scratch is a request's reusable decision buffers.
+type scratch struct {
+	hashes  []routing.SeqHash
+	results []consumer.Result
+}
+
+// scratchPool recycles decision buffers across requests.
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// decide applies the policy to a parsed request at now: block hashes in
+// the model's domain, the exact local depth, the remote lanes' depths,
+// then the formula. A request without token ids has no hashes; it then
+// has depth 0 everywhere and stays local unless the load terms say
+// otherwise.
+func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
+	bs := g.blockSize(r.Model)
+	dom := producer.Domain{Model: r.Model, BlockSize: uint32(bs), HashScheme: producer.HashSchemeXXH3Chain,
+		HashSeed: routing.Seed(r.LoRA, r.CacheSalt)}
+	// The block size is validated positive at New, so BlockHashes cannot
+	// fail here.
+	sc.hashes, _ = routing.BlockHashes(sc.hashes[:0], r.Tokens, bs, dom.HashSeed)
+	local := Candidate{DC: g.cfg.DC}
+	if g.cfg.LocalIndex != nil && len(sc.hashes) > 0 {
+		local.Depth = g.cfg.LocalIndex.Depth(r.Model, sc.hashes)
+	}
+	if g.cfg.LocalLoad != nil {
+		local.Load = g.cfg.LocalLoad()
+	}
+	sc.results = sc.results[:0]
+	if g.cfg.RemoteIndex != nil && len(sc.hashes) > 0 && !g.cfg.Policy.LocalOnly {
+		sc.results = g.cfg.RemoteIndex.Query(sc.results, dom, sc.hashes, now)
+	}
+	g.observeDepths(sc.results)
+	return g.cfg.Policy.Choose(local, sc.results, bs, g.remoteRTT)
+}
+
+// observeDepths records the depth of every eligible remote lane.
+func (g *Gateway) observeDepths(rs []consumer.Result) {
+	for _, r := range rs {
+		if g.cfg.Policy.Eligible(r) {
+			g.metrics.RemoteDepth.Observe(float64(r.Depth))
+		}
+	}
+}
+
+// remoteRTT returns a configured remote DC's round trip.
+func (g *Gateway) remoteRTT(dc string) (time.Duration, bool) {
+	r, ok := g.remotes[dc]
+	return r.WANRTT, ok
+}
+
+// blockSize returns the model's block size.
+func (g *Gateway) blockSize(model string) int {
+	if bs, ok := g.blocks[model]; ok {
+		return bs
+	}
+	return g.cfg.DefaultBlockSize
+}

@@ -1,0 +1,122 @@
+// Package gateway is a DC's OpenAI-compatible ingress: it serves
+// POST /v1/chat/completions and /v1/completions, GET /v1/models (the union
+// of the local router nodes' lists), GET /v1/sessions/{id}/home (for other
+// DCs' gateways), /health, /ready and /metrics (its own Prometheus
+// registry). For each completion it chooses the DC that should serve it,
+// then proxies the request to a local router node or to that DC's gateway,
+// and streams the answer back.
+//
+// # The decision
+//
+// A request with token ids (kvrouter.token_ids, or a completions prompt of
+// token ids) is hashed into block hashes with routing.BlockHashes, in the
+// model's block size (Config.Pools) and the seed of its LoRA and cache
+// salt. The exact local depth comes from a LocalIndex (RefsIndex over the
+// local pools' producers), each remote DC's probable depth, staleness and
+// load from a RemoteIndex (the relay's consumer). Policy.Choose then
+// computes, for the local DC and every eligible remote DC,
+//
+//	benefit(dc) = saved_prefill_tokens(dc) × PrefillCostPerTokenMs
+//	            − wan_rtt_ms(dc) − load_penalty(dc)
+//	saved_prefill_tokens(dc) = prefix_depth_blocks(dc) × block_size
+//	load_penalty(dc) = PrefillTokens/Engines × PrefillCostPerTokenMs
+//	                 + Utilization × UtilizationPenaltyMs
+//
+// with wan_rtt_ms(local) = 0, and picks the largest. A remote DC is
+// eligible when its lane has a snapshot, is no staler than MaxStaleness,
+// reports engines, is below MaxUtilization and has a configured Remote; it
+// must beat the local benefit by more than MinAdvantageMs, so ties stay
+// local. Policy.LocalOnly turns cross-DC prefix reuse off. A text prompt
+// has no block hashes (the gateway does not tokenize) and is served
+// locally unless the load terms favour another DC.
+//
+// # Forwarding, fallback and relaying
+//
+// A forwarded request carries ForwardedHeader naming the forwarding DC. A
+// gateway always serves such a request locally and never forwards it
+// again, so a request crosses the WAN at most once; a client-sent value
+// only forces local service. Local service goes to the router nodes
+// round-robin over the healthy ones (health from polling /ready every
+// HealthInterval); a node that refuses the connection is marked down and
+// the next one is tried, since the request surely did not reach it. A
+// request that reached a node is never sent to another. When the remote
+// gateway fails before the first byte of its answer (no connection, or a
+// 5xx status), the request is served locally and counted as a fallback;
+// after the first byte there is no fallback, and an SSE answer that breaks
+// ends with a `data: {"error":...}` event. Answers are relayed byte for
+// byte with their status and end-to-end headers (X-Kvrouter-Worker among
+// them) plus DCHeader naming the serving DC; every read of the upstream
+// body is written and flushed at once, so streams are not delayed.
+//
+// # Sessions
+//
+// A request with a session header (the router node's headers and
+// precedence; a parent session id is the binding key) goes to the DC that
+// owns the session, whatever the prefix policy says: affinity is a
+// correctness property, the policy an optimisation.
+//
+//   - The rule. A session bound in one DC is served there. A session bound
+//     nowhere is sent to its home: the first DC of a rendezvous ranking of
+//     the federation's DC names (Homes), which every gateway computes
+//     alike. A session bound in two DCs is served by the one Homes.Prefer
+//     ranks first (its home if that is one of them); the other DC's gateway
+//     drops its own binding (DELETE /v1/sessions/{id} on a local node) on
+//     its next request for the session and forwards it.
+//   - The race. When two gateways receive the first requests of a new
+//     session concurrently, both find it bound nowhere and both send it to
+//     its home, whose router cluster binds it once (the raft
+//     compare-and-set: first writer wins, the loser runs on its own
+//     engine in the same DC). So no session is served by two DCs, from
+//     its first request on, without coordination between gateways.
+//   - Why not the prefix policy for new sessions. Two gateways applying
+//     the policy can choose two DCs, both bind, and both serve until each
+//     has seen the other's binding (and every cached "not bound" answer
+//     has expired); a tie-break can end that, but not prevent it. The
+//     price of hashing is locality: with N DCs, (N−1)/N of new sessions
+//     are served away from the gateway that first saw them, one WAN round
+//     trip per request.
+//   - Lookups. The local binding (GET /v1/sessions/{id} on a local node)
+//     and the remote one (SessionLocator; HTTPLocator asks the peers'
+//     home endpoints, caching positive answers for 2 s and negative ones
+//     for 1 s) run in parallel. Caching "bound nowhere else" is safe
+//     because only the home binds a session bound nowhere. A failed lookup
+//     counts as "not bound there".
+//   - Exceptions, all settled by the two-bindings rule above. A session
+//     can be bound outside its home only when the DC set changed (the old
+//     binding is found and kept: the cache is there) or when
+//     SessionFallback is on and its owner was unreachable. With
+//     SessionFallback off (the default) a session whose owner fails before
+//     answering gets a 503 session_unavailable rather than a second DC.
+//
+// # Guarantees
+//
+//   - Bad input gets a 4xx with an OpenAI error body naming the parameter
+//     (malformed JSON, missing model or prompt, bad token ids, prompt over
+//     MaxPromptTokens, body over MaxBodyBytes 413, slow body 408, oversized
+//     session id); unknown routes 404, wrong methods 405; never a panic.
+//   - Every answered completion is counted once in
+//     kvrouter_gateway_requests_total by decision: local, remote,
+//     forwarded_in, fallback or rejected (a client that leaves before an
+//     answer is not counted).
+//   - The body is forwarded unchanged; hop-by-hop headers are dropped in
+//     both directions; redirects are not followed.
+//
+// # What it refuses to do
+//
+// It does not tokenize, choose engines (the serving DC's router nodes do),
+// rewrite bodies, authenticate clients, retry a request a node accepted,
+// or fall back once an answer has begun. It reads the clock only through
+// Config.Now (deadlines, staleness, decision latency, cache expiry) and
+// the health poll's ticker.
+//
+// # Concurrency
+//
+// A Gateway is safe for concurrent use: net/http serves each request on
+// its own goroutine, the decision takes no gateway-wide lock (decision
+// buffers come from a sync.Pool; node health is atomic), and LocalIndex,
+// RemoteIndex and SessionLocator must be safe for concurrent use. Serve
+// owns the HTTP server and the health-poll goroutine and returns after
+// both stop; Run is the poll alone for callers with their own server.
+// HTTPLocator starts one goroutine per remote per lookup and waits for all
+// of them, each bounded by ControlTimeout.
+package gateway

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Locator defaults.
+const (
+	// DefaultPositiveTTL caches "bound in DC x" for 2 s: a binding outlives
+	// it by far (minutes of idle timeout), and a stale positive only sends
+	// a request to x, which then serves it and keeps one home.
+	DefaultPositiveTTL = 2 * time.Second
+	// DefaultNegativeTTL caches "bound nowhere else" for 1 s. It is safe
+	// because new sessions bind only in their hash home (doc.go), so no
+	// other DC starts binding a session while this answer is cached.
+	DefaultNegativeTTL = time.Second
+	// DefaultMaxCacheEntries bounds the cache; it is cleared when full.
+	DefaultMaxCacheEntries = 1 << 16
+	// maxHomeAnswerBytes bounds a remote gateway's answer.
+	maxHomeAnswerBytes = 4 << 10
+)
+
+// ErrLocate wraps a failure to ask another DC where a session is bound.
+var ErrLocate = errors.New("gateway: session lookup failed")
+
+// HomeAnswer is the JSON answer of GET /v1/sessions/{id}/home.
+type HomeAnswer struct {
+	Session string `json:"session"`
+	DC      string `json:"dc"`
+	Bound   bool   `json:"bound"`
+	Engine  string `json:"engine,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+}
+
+// HTTPLocator is a SessionLocator that asks every remote gateway's
+// /v1/sessions/{id}/home in parallel and caches the answer. When several
+// DCs answer bound, the one Homes ranks first wins. It is safe for
+// concurrent use.
+type HTTPLocator struct {
+	remotes        []Remote
+	homes          Homes
+	client         *http.Client
+	now            func() time.Time
+	posTTL, negTTL time.Duration
+	maxEntries     int
+	mu             sync.Mutex
+	cache          map[string]located
+}
+
+// located is a cached answer.
+type located struct {
+	dc      string
+	ok      bool
+	expires time.Time
+}
+
+var _ SessionLocator = (*HTTPLocator)(nil)
+
+// NewHTTPLocator returns a locator over remotes; homes must rank the
+// same DCs as the gateways' (NewHomes of every DC name). Zero TTLs take
+// the defaults; client nil uses http.DefaultClient.
+func NewHTTPLocator(remotes []Remote, homes Homes, client *http.Client, now func() time.Time, posTTL, negTTL time.Duration) *HTTPLocator {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if posTTL == 0 {
+		posTTL = DefaultPositiveTTL
+	}
+	if negTTL == 0 {
+		negTTL = DefaultNegativeTTL
+	}
+	return &HTTPLocator{remotes: remotes, homes: homes, client: client, now: now,
+		posTTL: posTTL, negTTL: negTTL, maxEntries: DefaultMaxCacheEntries, cache: map[string]located{}}
+}
+
+// Locate returns the other DC the session is bound in, from the cache or
+// from the remote gateways. An error means no remote answered bound and
+// at least one did not answer; errors are not cached.
+func (l *HTTPLocator) Locate(ctx context.Context, session string) (string, bool, error) {
+	if dc, ok, hit := l.cached(session); hit {
+		return dc, ok, nil
+	}
+	dc, ok, err := l.ask(ctx, session)
+	if err == nil || ok {
+		l.store(session, dc, ok)
+	}
+	return dc, ok, err
+}
+
+// cached returns a live cache entry.
+func (l *HTTPLocator) cached(session string) (string, bool, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, hit := l.cache[session]
+	if !hit || !l.now().Before(e.expires) {
+		return "", false, false
+	}
+	return e.dc, e.ok, true
+}
+
+// store caches an answer, clearing the cache when it is full.
+func (l *HTTPLocator) store(session, dc string, ok bool) {
+	ttl := l.negTTL
+	if ok {
+		ttl = l.posTTL
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.cache) >= l.maxEntries {
+		clear(l.cache)
+	}
+	l.cache[session] = located{dc: dc, ok: ok, expires: l.now().Add(ttl)}
+}
+
+// ask queries every remote gateway in parallel.
+func (l *HTTPLocator) ask(ctx context.Context, session string) (string, bool, error) {
+	type reply struct {
+		dc    string
+		bound bool
+		err   error
+	}
+	replies := make(chan reply, len(l.remotes))
+	for _, r := range l.remotes {
+		go func() {
+			bound, err := l.askOne(ctx, r, session)
+			replies <- reply{r.DC, bound, err}
+		}()
+	}
+	var best string
+	var errs []error
+	for range l.remotes {
+		rp := <-replies
+		switch {
+		case rp.err != nil:
+			errs = append(errs, rp.err)
+		case rp.bound && best == "":
+			best = rp.dc
+		case rp.bound:
+			best = l.homes.Prefer(session, best, rp.dc)
+		}
+	}
+	if best != "" {
+		return best, true, nil
+	}
+	if len(errs) > 0 {
+		return "", false, fmt.Errorf("%w: %w", ErrLocate, errors.Join(errs...))
+	}
+	return "", false, nil
+}
+
+// askOne asks one remote gateway.
+func (l *HTTPLocator) askOne(ctx context.Context, r Remote, session string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, ControlTimeout)
+	defer cancel()
+	u := trimBase(r.URL) + "/v1/sessions/" + url.PathEscape(session) + "/home"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("dc %s: %w", r.DC, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("dc %s: status %d", r.DC, resp.StatusCode)
+	}
+	var a HomeAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxHomeAnswerBytes)).Decode(&a); err != nil {
+		return false, fmt.Errorf("dc %s: %w", r.DC, err)
+	}
+	return a.Bound, nil
+}

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Decision labels of the requests metric. Every completion request is
+// counted exactly once, by how it was finally served.
+const (
+	// DecisionLocal: routed and served in this DC.
+	DecisionLocal = "local"
+	// DecisionRemote: forwarded to another DC, which answered.
+	DecisionRemote = "remote"
+	// DecisionForwardedIn: forwarded here by another DC; served here.
+	DecisionForwardedIn = "forwarded_in"
+	// DecisionFallback: meant for another DC, which failed before the
+	// first byte; served here instead.
+	DecisionFallback = "fallback"
+	// DecisionRejected: refused by the gateway (bad input, session's DC
+	// unreachable).
+	DecisionRejected = "rejected"
+)
+
+// Session placement labels.
+const (
+	placeLocalBinding  = "local_binding"
+	placeRemoteBinding = "remote_binding"
+	placeHomeLocal     = "home_local"
+	placeHomeRemote    = "home_remote"
+	placeTieBreak      = "tie_break"
+)
+
+// Metrics is the gateway's metric set on its own registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+	// Requests counts completion requests by decision.
+	Requests *prometheus.CounterVec
+	// RemoteDepth is the prefix depth each eligible remote lane reported.
+	RemoteDepth prometheus.Histogram
+	// DecisionSeconds is the time from a parsed body to a chosen DC:
+	// hashing, the local depth, the remote query, the policy and, for
+	// sessions, the binding lookups.
+	DecisionSeconds prometheus.Histogram
+	// SessionPlacements counts how session requests found their DC.
+	SessionPlacements *prometheus.CounterVec
+	// NodeRetries counts requests sent to another router node after one
+	// refused the connection.
+	NodeRetries prometheus.Counter
+}
+
+// NewMetrics registers the gateway's metrics on a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_requests_total",
+			Help: "Completion requests by how they were served: local, remote, forwarded_in, fallback, rejected."}, []string{"decision"}),
+		RemoteDepth: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_gateway_remote_prefix_depth_blocks",
+			Help: "Prefix depth in blocks reported by each eligible remote lane.", Buckets: prometheus.ExponentialBuckets(1, 2, 14)}),
+		DecisionSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_gateway_decision_duration_seconds",
+			Help: "Time to choose the serving DC of a request.", Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
+		SessionPlacements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_session_placements_total",
+			Help: "Session requests by how their DC was found."}, []string{"how"}),
+		NodeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_gateway_node_retries_total",
+			Help: "Requests retried on another router node after a refused connection."}),
+	}
+	m.Registry.MustRegister(m.Requests, m.RemoteDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries)
+	for _, d := range []string{DecisionLocal, DecisionRemote, DecisionForwardedIn, DecisionFallback, DecisionRejected} {
+		m.Requests.WithLabelValues(d)
+	}
+	return m
+}
+
+// Handler serves the registry.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// decided records a request's final decision.
+func (m *Metrics) decided(decision string) { m.Requests.WithLabelValues(decision).Inc() }
+
+// decisionTook records the decision latency.
+func (m *Metrics) decisionTook(d time.Duration) { m.DecisionSeconds.Observe(d.Seconds()) }

@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// noDeadline clears a connection deadline.
+var noDeadline time.Time
+
+// relayBufBytes is the copy buffer of a relayed answer: one SSE event is
+// a few hundred bytes, so a read rarely fills it and each is flushed.
+const relayBufBytes = 32 << 10
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 §7.6.1) a proxy must
+// not pass on, in either direction.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// serveLocal proxies the request to the local router nodes, from the
+// round-robin position on, trying the next node when one refuses the
+// connection; decision is the label the request is counted under.
+func (x *exchange) serveLocal(decision string) {
+	g := x.g
+	for n, i := range g.nodes.order() {
+		if n > 0 {
+			g.metrics.NodeRetries.Inc()
+		}
+		resp, err := x.send(g.nodes.urls[i], "")
+		if err == nil {
+			x.relay(resp, g.cfg.DC)
+			g.metrics.decided(decision)
+			return
+		}
+		if !isRefused(err) {
+			x.upstreamFailed(err)
+			return
+		}
+		g.nodes.markDown(i)
+	}
+	x.upstreamFailed(fmt.Errorf("every router node refused the connection"))
+}
+
+// serveRemote forwards the request to dc's gateway. When that fails
+// before the first byte of the answer (no connection, or a 5xx status),
+// the request is served here instead, except a session request when
+// Config.SessionFallback is off, which is refused with a 503 rather than
+// served by a second DC.
+func (x *exchange) serveRemote(dc string) {
+	g := x.g
+	resp, err := x.send(g.remotes[dc].URL, g.cfg.DC)
+	if err == nil && resp.StatusCode < 500 {
+		x.relay(resp, dc)
+		g.metrics.decided(DecisionRemote)
+		return
+	}
+	cause := err
+	if err == nil {
+		cause = fmt.Errorf("status %d", resp.StatusCode)
+		_ = resp.Body.Close()
+	}
+	if x.r.Context().Err() != nil {
+		return // the client left; nobody to answer
+	}
+	g.cfg.Log.Warn("remote DC failed before answering", "dc", dc, "session", x.session, "err", cause)
+	if x.session != "" && !g.cfg.SessionFallback {
+		x.reject(fmt.Errorf("%w: dc %s: %w", ErrSessionUnavailable, dc, cause))
+		return
+	}
+	x.serveLocal(DecisionFallback)
+}
+
+// send posts the body to base's endpoint with the client's end-to-end
+// headers; from, when set, marks the request as forwarded by that DC.
+// A forwarded-in request keeps its mark on the way to the local node,
+// which may log where it came from.
+// The caller owns the response body.
+func (x *exchange) send(base, from string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(x.r.Context(), http.MethodPost, base+x.ep.path(), bytes.NewReader(x.body))
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = int64(len(x.body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(x.body)), nil }
+	copyHeaders(req.Header, x.r.Header)
+	if from != "" {
+		req.Header.Set(ForwardedHeader, from)
+	}
+	return x.g.client.Do(req)
+}
+
+// relay streams an upstream answer to the client byte for byte: status,
+// end-to-end headers and DCHeader first, then each read of the body
+// written and flushed at once under a fresh write deadline.
+func (x *exchange) relay(resp *http.Response, dc string) {
+	defer resp.Body.Close()
+	h := x.w.Header()
+	copyHeaders(h, resp.Header)
+	h.Set(DCHeader, dc)
+	if resp.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	x.w.WriteHeader(resp.StatusCode)
+	_ = x.rc.Flush()
+	buf := make([]byte, relayBufBytes)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_ = x.rc.SetWriteDeadline(x.g.cfg.Now().Add(StreamWriteTimeout))
+			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				return // the client left or stalled; the deferred close ends the upstream
+			}
+			_ = x.rc.Flush()
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			x.midStreamFailure(resp, dc, err)
+			return
+		}
+	}
+}
+
+// midStreamFailure ends an answer whose upstream failed after the first
+// byte, when no fallback is possible any more: an SSE stream gets an
+// error event; any other body is cut short, which the client sees as a
+// length or JSON error.
+func (x *exchange) midStreamFailure(resp *http.Response, dc string, err error) {
+	if x.r.Context().Err() != nil {
+		return
+	}
+	x.g.cfg.Log.Warn("upstream failed mid-answer", "dc", dc, "err", err)
+	if mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type")); perr != nil || mt != "text/event-stream" {
+		return
+	}
+	var body openAIError
+	body.Error.Message, body.Error.Type, body.Error.Code = "upstream failed mid-stream", "server_error", "upstream_error"
+	b, _ := json.Marshal(body)
+	_, _ = x.w.Write(append(append([]byte("data: "), b...), '\n', '\n'))
+	_ = x.rc.Flush()
+}
+
+// upstreamFailed answers a request no node could take, unless the client
+// is the one who left.
+func (x *exchange) upstreamFailed(err error) {
+	if x.r.Context().Err() != nil {
+		return
+	}
+	x.g.cfg.Log.Warn("router node request failed", "dc", x.g.cfg.DC, "err", err)
+	x.reject(fmt.Errorf("%w: %w", ErrNoNode, err))
+}
+
+// copyHeaders adds src's end-to-end headers to dst.
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if isHop(k) || k == "Content-Length" || k == "Host" {
+			continue
+		}
+		dst[k] = append(dst[k][:0:0], vs...)
+	}
+}
+
+// isHop reports a hop-by-hop header (keys are canonical).
+func isHop(k string) bool {
+	for _, h := range hopHeaders {
+		if k == h {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelOnClose cancels a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close closes the body and then releases the context.
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}

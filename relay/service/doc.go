@@ -1,0 +1,32 @@
+// Package service assembles one DC's relay (`kvrouter relay`): the
+// summaries the DC publishes, the summaries it follows, and the gateway
+// that sends each request to the DC that should serve it.
+//
+//   - Ownership: a source.Source follows the DC's replicated block
+//     ownership over the router nodes' Ownership.Watch stream (any node;
+//     it fails over between them and resumes by raft index, or from a
+//     snapshot).
+//   - Summaries: one producer.Producer per configured pool (model, block
+//     size, the routing core's hashing); each batch of the stream is split
+//     by pool (an engine's model comes from its card, which the relay
+//     follows on the DC's NATS without KV events) and applied whole.
+//     Pool loads, from the engines' heartbeats, ride on the summaries'
+//     heartbeats.
+//   - Publication: a publish.Server on PublishAddr serves every pool's
+//     summary to the other DCs' relays.
+//   - Following: a consumer.Consumer subscribes to every peer's summary of
+//     every pool.
+//   - Gateway: a gateway.Gateway on GatewayAddr is the DC's OpenAI
+//     ingress; it measures the local prefix exactly (the producers'
+//     reference-counted sets), the remote ones from the lanes, and
+//     forwards to a peer's gateway at most once, or serves through the
+//     DC's router nodes. Sessions are placed by their home DC and located
+//     across DCs over HTTP (see relay/gateway).
+//
+// What it refuses to do: it keeps no durable state (everything is rebuilt
+// from the stream and the peers after a restart), joins no raft group, and
+// never routes to an engine itself: the DC's router cluster does.
+//
+// Concurrency: Run starts every goroutine and returns after they stopped;
+// the accessors are safe once WaitReady returned.
+package service

@@ -1,0 +1,114 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/relay/source"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// feed reads the DC's ownership change stream and hands each batch's
+// changes to the producers of their pools, until ctx ends.
+//
+// The stream carries the whole DC, by engine rank; an engine's pool is its
+// model, known from its card. A change of an engine whose card has not
+// arrived yet goes to the only pool when there is one; with several pools
+// it is counted (Unmapped) and dropped, and the next snapshot of the
+// stream (a reconnect, or the node's ring overrun) repairs the summary.
+// Removals of unknown engines go to every pool, where removing what a
+// pool does not hold is a counted no-op.
+func (r *Relay) feed(ctx context.Context, reg *eventplane.Registry) {
+	for {
+		b, err := r.src.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, source.ErrClosed) {
+				r.log.Error("ownership stream ended", "err", err)
+			}
+			return
+		}
+		for model, changes := range r.split(reg, b.Changes) {
+			p := r.producers[model]
+			if err := p.Apply(producer.Batch{Index: b.Index, Changes: changes}); err != nil {
+				r.log.Warn("summary refused a batch", "model", model, "index", b.Index, "err", err)
+			}
+		}
+	}
+}
+
+// split sorts one batch's changes by pool.
+func (r *Relay) split(reg *eventplane.Registry, changes []producer.Change) map[string][]producer.Change {
+	out := map[string][]producer.Change{}
+	models := map[routing.WorkerID]string{}
+	for _, e := range reg.Engines() {
+		models[e.ID] = e.Model
+	}
+	only := ""
+	if len(r.producers) == 1 {
+		for m := range r.producers {
+			only = m
+		}
+	}
+	for _, c := range changes {
+		m, known := models[c.Worker.ID]
+		switch {
+		case known && r.producers[m] != nil:
+			out[m] = append(out[m], c)
+		case known:
+			// An engine of a model the relay does not summarise.
+		case only != "":
+			out[only] = append(out[only], c)
+		case c.Kind != producer.Stored:
+			for m := range r.producers {
+				out[m] = append(out[m], c)
+			}
+		default:
+			r.unmapped.Add(1)
+		}
+	}
+	return out
+}
+
+// Unmapped counts stored changes dropped because their engine's pool was
+// unknown.
+func (r *Relay) Unmapped() uint64 { return r.unmapped.Load() }
+
+// loads publishes each pool's load (from the engines' heartbeats) with
+// the summaries' heartbeats, every HeartbeatInterval.
+func (r *Relay) loads(ctx context.Context, reg *eventplane.Registry) {
+	t := time.NewTicker(r.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for model, p := range r.producers {
+			p.SetLoad(poolLoad(reg, model))
+		}
+	}
+}
+
+// poolLoad sums the reported loads of a model's ranks; utilization is the
+// share of their KV capacity held by active requests.
+func poolLoad(reg *eventplane.Registry, model string) producer.Load {
+	var l producer.Load
+	var capacity int64
+	for _, w := range reg.Workers(model) {
+		l.Engines++
+		capacity += int64(w.TotalBlocks)
+		if rl, ok := reg.Load(w.Worker); ok {
+			l.ActiveRequests += rl.ActiveRequests
+			l.PrefillTokens += rl.PrefillTokens
+			l.DecodeBlocks += rl.DecodeBlocks
+		}
+	}
+	if capacity > 0 {
+		l.Utilization = min(1, float64(l.DecodeBlocks)/float64(capacity))
+	}
+	return l
+}

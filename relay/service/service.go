@@ -1,0 +1,334 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/relay/consumer"
+	"github.com/kvrouter/kvrouter/relay/filter"
+	"github.com/kvrouter/kvrouter/relay/gateway"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/relay/publish"
+	"github.com/kvrouter/kvrouter/relay/source"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Errors of the package.
+var (
+	// ErrConfig is returned for an invalid configuration; the message
+	// names the key.
+	ErrConfig = errors.New("relay: invalid config")
+)
+
+// DefaultSummaryCapacity is the blocks a pool's summary holds before it
+// grows: a million blocks, a 2 MiB cuckoo filter (the producer doubles it
+// when it fills, at the cost of a new epoch and a full snapshot to every
+// subscriber).
+const DefaultSummaryCapacity = 1 << 20
+
+// Peer is another DC's relay: where it publishes its summaries and where
+// its gateway takes forwarded requests, and the WAN round trip to it.
+type Peer struct {
+	DC          string
+	PublishAddr string
+	GatewayURL  string
+	WANRTT      time.Duration
+}
+
+// Config configures a relay.
+type Config struct {
+	// DC is this relay's DC (dc); Name names it to peers (name).
+	DC, Name string
+	// NATS is the DC's NATS URL (nats); the relay learns the engines'
+	// cards there, to tell which pool a block belongs to.
+	NATS string
+	// Nodes are the DC's router nodes' client URLs (nodes): the gateway's
+	// local service.
+	Nodes []string
+	// ClusterAPIs are the same nodes' cluster API addresses
+	// (cluster_apis): the ownership change stream.
+	ClusterAPIs []string
+	// GatewayAddr is the OpenAI-compatible ingress (gateway_addr);
+	// PublishAddr the summary publication gRPC address (publish_addr).
+	GatewayAddr, PublishAddr string
+	// Peers are the other DCs' relays (peers).
+	Peers []Peer
+	// Pools are the (model, block size) pools summarised and searched.
+	Pools []gateway.Pool
+	// Policy is the gateway's DC decision policy.
+	Policy gateway.Policy
+	// Producer configures the summaries (filter kind and capacity).
+	Producer producer.Config
+	// HeartbeatInterval is how often summaries carry the pools' load to
+	// subscribers (default 1 s).
+	HeartbeatInterval time.Duration
+	Log               *slog.Logger
+}
+
+// Validate checks the configuration; errors name the key.
+func (c *Config) Validate() error {
+	switch {
+	case c.DC == "":
+		return fmt.Errorf("%w: dc is required", ErrConfig)
+	case len(c.Nodes) == 0:
+		return fmt.Errorf("%w: nodes: the DC's router node URLs are required", ErrConfig)
+	case len(c.ClusterAPIs) == 0:
+		return fmt.Errorf("%w: cluster_apis: the DC's router nodes' cluster API addresses are required", ErrConfig)
+	case len(c.Pools) == 0:
+		return fmt.Errorf("%w: pools: at least one model:block_size", ErrConfig)
+	}
+	for _, a := range []struct{ key, addr string }{{"gateway_addr", c.GatewayAddr}, {"publish_addr", c.PublishAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return fmt.Errorf("%w: %s %q: %v", ErrConfig, a.key, a.addr, err)
+		}
+	}
+	seen := map[string]bool{c.DC: true}
+	for _, p := range c.Peers {
+		if p.DC == "" || seen[p.DC] {
+			return fmt.Errorf("%w: peers: DC %q empty or repeated", ErrConfig, p.DC)
+		}
+		seen[p.DC] = true
+		if _, _, err := net.SplitHostPort(p.PublishAddr); err != nil {
+			return fmt.Errorf("%w: peers: %s publish address %q: %v", ErrConfig, p.DC, p.PublishAddr, err)
+		}
+		if u, err := url.Parse(p.GatewayURL); err != nil || u.Host == "" {
+			return fmt.Errorf("%w: peers: %s gateway URL %q", ErrConfig, p.DC, p.GatewayURL)
+		}
+	}
+	for _, p := range c.Pools {
+		if p.Model == "" || p.BlockSize <= 0 {
+			return fmt.Errorf("%w: pools: %q:%d", ErrConfig, p.Model, p.BlockSize)
+		}
+	}
+	return nil
+}
+
+// Relay is one DC's relay: ownership stream → per-pool producers →
+// publication to peers; peers' summaries → consumer lanes; and the
+// gateway that decides, per request, which DC serves it.
+type Relay struct {
+	cfg       Config
+	log       *slog.Logger
+	producers map[string]*producer.Producer // by model
+	pub       *publish.Server
+	cons      *consumer.Consumer
+	gw        *gateway.Gateway
+	src       *source.Source
+
+	gatewayAddr atomic.Pointer[string]
+	publishAddr atomic.Pointer[string]
+	ready       chan struct{}
+	unmapped    atomic.Uint64
+}
+
+// New validates cfg and builds the relay's parts; Run starts them.
+func New(cfg Config) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "relay-" + cfg.DC
+	}
+	if cfg.Producer.Filter.Capacity == 0 {
+		cfg.Producer.Filter.Capacity = DefaultSummaryCapacity
+	}
+	if cfg.Producer.Filter.Kind == 0 {
+		cfg.Producer.Filter.Kind = filter.KindCuckoo
+	}
+	r := &Relay{cfg: cfg, log: cfg.Log.With("dc", cfg.DC, "relay", cfg.Name), producers: map[string]*producer.Producer{},
+		ready: make(chan struct{})}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x72656c6179))
+	for _, p := range cfg.Pools {
+		pr, err := producer.New(poolID(cfg.DC, p), cfg.Producer, rng)
+		if err != nil {
+			return nil, fmt.Errorf("%w: pool %s: %w", ErrConfig, p.Model, err)
+		}
+		r.producers[p.Model] = pr
+	}
+	var err error
+	if r.pub, err = publish.NewServer(publish.ServerConfig{}); err != nil {
+		return nil, err
+	}
+	for _, pr := range r.producers {
+		r.pub.Register(pr)
+	}
+	if r.cons, err = consumer.New(consumer.Config{SubscriberID: cfg.Name, Now: time.Now}); err != nil {
+		return nil, err
+	}
+	if r.src, err = source.New(source.Config{Addrs: cfg.ClusterAPIs,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: r.log}, rng); err != nil {
+		return nil, err
+	}
+	return r, r.buildGateway()
+}
+
+// poolID names a pool of this relay's DC. Pools hash with the routing
+// core's base seed (no LoRA, no cache salt).
+func poolID(dc string, p gateway.Pool) producer.PoolID {
+	return producer.PoolID{DC: dc, Domain: producer.Domain{Model: p.Model, BlockSize: uint32(p.BlockSize),
+		HashScheme: producer.HashSchemeXXH3Chain, HashSeed: routing.HashSeed}}
+}
+
+func (r *Relay) buildGateway() error {
+	cfg := r.cfg
+	remotes := make([]gateway.Remote, 0, len(cfg.Peers))
+	dcs := []string{cfg.DC}
+	for _, p := range cfg.Peers {
+		remotes = append(remotes, gateway.Remote{DC: p.DC, URL: p.GatewayURL, WANRTT: p.WANRTT})
+		dcs = append(dcs, p.DC)
+	}
+	local := gateway.RefsIndex{}
+	for m, p := range r.producers {
+		local[m] = p
+	}
+	homes := gateway.NewHomes(dcs...)
+	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
+		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons,
+		Sessions: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), Now: time.Now, Log: r.log})
+	if err != nil {
+		return err
+	}
+	r.gw = gw
+	return nil
+}
+
+// Gateway returns the relay's gateway (metrics, homes).
+func (r *Relay) Gateway() *gateway.Gateway { return r.gw }
+
+// Producer returns the summary producer of model's pool.
+func (r *Relay) Producer(model string) *producer.Producer { return r.producers[model] }
+
+// Consumer returns the relay's view of the peers' summaries.
+func (r *Relay) Consumer() *consumer.Consumer { return r.cons }
+
+// GatewayAddr and PublishAddr are the listen addresses once WaitReady
+// returned.
+func (r *Relay) GatewayAddr() string { return *r.gatewayAddr.Load() }
+
+// PublishAddr is the publication service's listen address.
+func (r *Relay) PublishAddr() string { return *r.publishAddr.Load() }
+
+// WaitReady blocks until the relay listens, or ctx ends.
+func (r *Relay) WaitReady(ctx context.Context) error {
+	select {
+	case <-r.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run starts the parts, serves until ctx ends and stops them.
+func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	plane, closeBus, err := r.openRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	defer plane.Close()
+
+	pubLn, err := net.Listen("tcp", r.cfg.PublishAddr)
+	if err != nil {
+		return fmt.Errorf("publish_addr %s: %w", r.cfg.PublishAddr, err)
+	}
+	gs := grpc.NewServer(publish.ServerOptions(nil)...)
+	kvrpb.RegisterRelayServer(gs, r.pub)
+	gwLn, err := net.Listen("tcp", r.cfg.GatewayAddr)
+	if err != nil {
+		_ = pubLn.Close()
+		return fmt.Errorf("gateway_addr %s: %w", r.cfg.GatewayAddr, err)
+	}
+	ga, pa := gwLn.Addr().String(), pubLn.Addr().String()
+	r.gatewayAddr.Store(&ga)
+	r.publishAddr.Store(&pa)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = gs.Serve(pubLn) })
+	wg.Go(func() { r.pub.Run(ctx, r.cfg.HeartbeatInterval) })
+	wg.Go(func() { r.feed(ctx, plane.Registry()) })
+	wg.Go(func() { r.loads(ctx, plane.Registry()) })
+	conns, err := r.addLanes()
+	if err != nil {
+		cancel()
+		gs.Stop()
+		wg.Wait()
+		return err
+	}
+	close(r.ready)
+	r.log.Info("relay serving", "gateway", ga, "publish", pa, "peers", len(r.cfg.Peers), "pools", len(r.cfg.Pools))
+	err = r.gw.Serve(ctx, gwLn)
+	cancel()
+	_ = r.src.Close()
+	r.cons.Close()
+	gs.Stop()
+	for _, p := range r.producers {
+		p.Close()
+	}
+	wg.Wait()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// openRegistry follows the DC's engine cards (no KV events) to learn each
+// engine's pool and load.
+func (r *Relay) openRegistry(ctx context.Context) (*eventplane.Plane, func(), error) {
+	bus, err := natsbus.Open(natsbus.Config{URL: r.cfg.NATS, Name: r.cfg.Name}, r.log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats: %w", err)
+	}
+	plane, err := eventplane.New(eventplane.Config{DC: r.cfg.DC, NoKVEvents: true}, bus.Conn, nil, nil, r.log)
+	if err != nil {
+		bus.Close()
+		return nil, nil, err
+	}
+	if err := plane.Start(ctx); err != nil {
+		bus.Close()
+		return nil, nil, err
+	}
+	return plane, bus.Close, nil
+}
+
+// addLanes subscribes to every peer's summary of every pool.
+func (r *Relay) addLanes() ([]*grpc.ClientConn, error) {
+	var conns []*grpc.ClientConn
+	for _, p := range r.cfg.Peers {
+		cc, err := grpc.NewClient(p.PublishAddr, publish.DialOptions(nil)...)
+		if err != nil {
+			return conns, fmt.Errorf("peers: %s: %w", p.DC, err)
+		}
+		conns = append(conns, cc)
+		for _, pool := range r.cfg.Pools {
+			if _, err := r.cons.AddLane(poolID(p.DC, pool), kvrpb.NewRelayClient(cc)); err != nil {
+				return conns, err
+			}
+		}
+	}
+	return conns, nil
+}

@@ -1,0 +1,239 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/relay/gateway"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/relay/service"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+const blockSize = 16
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func testLog() *slog.Logger {
+	if os.Getenv("KVR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// dc is one DC in this process: NATS, one engine, a one-member router
+// cluster (in memory) and a relay.
+type dc struct {
+	name    string
+	gateway string // relay gateway address
+	publish string
+	relay   *service.Relay
+	node    *node.Node
+}
+
+// startFederation starts two DCs whose relays follow each other over
+// loopback, with rtt as their configured WAN round trip.
+func startFederation(t *testing.T, rtt time.Duration) (a, b *dc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	a, b = &dc{name: "dca", gateway: freeAddr(t), publish: freeAddr(t)}, &dc{name: "dcb", gateway: freeAddr(t), publish: freeAddr(t)}
+	for _, pair := range [][2]*dc{{a, b}, {b, a}} {
+		d, peer := pair[0], pair[1]
+		bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { <-ctx.Done(); bus.Close() })
+		startEngine(t, ctx, &wg, bus.URL(), d.name)
+
+		cfg := node.DefaultConfig()
+		cfg.DC, cfg.NodeID, cfg.HTTPAddr, cfg.NATS = d.name, d.name+"-n1", freeAddr(t), bus.URL()
+		cfg.Dispatch.AffinityTTL = time.Hour
+		raft, api := freeAddr(t), freeAddr(t)
+		cfg.Cluster = node.ClusterConfig{RaftAddr: raft, APIAddr: api, Bootstrap: true,
+			Peers: []string{fmt.Sprintf("%s=%s/%s", cfg.NodeID, raft, api)}}
+		n, err := node.New(cfg, testLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.node = n
+		wg.Go(func() {
+			if err := n.Run(ctx); err != nil {
+				t.Errorf("%s node: %v", d.name, err)
+			}
+		})
+		if err := n.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := service.New(service.Config{DC: d.name, NATS: bus.URL(), Nodes: []string{"http://" + n.Addr().String()},
+			ClusterAPIs: []string{api}, GatewayAddr: d.gateway, PublishAddr: d.publish,
+			Peers:             []service.Peer{{DC: peer.name, PublishAddr: peer.publish, GatewayURL: "http://" + peer.gateway, WANRTT: rtt}},
+			Pools:             []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}},
+			HeartbeatInterval: 100 * time.Millisecond, Log: testLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.relay = r
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil {
+				t.Errorf("%s relay: %v", d.name, err)
+			}
+		})
+		if err := r.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []*dc{a, b} {
+		waitFor(t, 20*time.Second, d.name+" ready", func() bool {
+			resp, err := http.Get("http://" + d.gateway + "/ready")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200 && d.node.Ready()
+		})
+	}
+	return a, b
+}
+
+func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string) {
+	t.Helper()
+	bus, err := natsbus.Open(natsbus.Config{URL: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{DC: dcName, EngineID: 1, HeartbeatInterval: 100 * time.Millisecond,
+		Engine: mocker.Config{SpeedUp: 1000, BlockSize: blockSize}}, bus.Conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		defer bus.Close()
+		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+			t.Errorf("engine: %v", err)
+		}
+	})
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tokens(seed, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (seed*7919 + i*31) % 32000
+	}
+	return out
+}
+
+// complete sends a completion through a gateway and returns the DC that
+// served it.
+func complete(t *testing.T, gw, session string, toks []int) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": toks, "max_tokens": 2})
+	req, _ := http.NewRequest("POST", "http://"+gw+"/v1/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Session-ID", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("via %s: status %d: %s", gw, resp.StatusCode, b)
+	}
+	return resp.Header.Get(gateway.DCHeader)
+}
+
+// TestFederationForwardsToTheDCHoldingThePrefix: a prompt served in DC b
+// is summarised by b's relay and published to a's; a longer prompt with
+// that prefix arriving at a's gateway is forwarded to b, a fresh prompt
+// stays local, and a session is served by one DC whichever gateway it
+// arrives at.
+func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two DCs with router clusters, relays and engines; run without -short")
+	}
+	a, b := startFederation(t, 5*time.Millisecond)
+	prefix := tokens(1, 40*blockSize)
+	if got := complete(t, b.gateway, "", prefix); got != b.name {
+		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
+	}
+	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
+	waitFor(t, 10*time.Second, "a's lane to see b's prefix", func() bool {
+		for _, r := range a.relay.Consumer().Query(nil, poolDomain(), hs, time.Now()) {
+			if r.Pool.DC == b.name && r.Ready && r.Depth >= len(hs)-1 {
+				return true
+			}
+		}
+		return false
+	})
+	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	if got := complete(t, a.gateway, "", longer); got != b.name {
+		t.Fatalf("a prompt whose prefix b holds was served by %q at a's gateway", got)
+	}
+	if got := complete(t, a.gateway, "", tokens(3, 8*blockSize)); got != a.name {
+		t.Fatalf("a fresh prompt at a's gateway was served by %q", got)
+	}
+	for s := range 6 {
+		id := fmt.Sprintf("sess-%d", s)
+		first := complete(t, a.gateway, id, tokens(10+s, 4*blockSize))
+		for _, gw := range []string{b.gateway, a.gateway, b.gateway} {
+			if got := complete(t, gw, id, tokens(20+s, 4*blockSize)); got != first {
+				t.Fatalf("session %s served by %s, then by %s", id, first, got)
+			}
+		}
+	}
+}
+
+func toU32(in []int) []uint32 {
+	out := make([]uint32, len(in))
+	for i, v := range in {
+		out[i] = uint32(v)
+	}
+	return out
+}
+
+func poolDomain() producer.Domain {
+	return producer.Domain{Model: mocker.DefaultModel, BlockSize: blockSize, HashScheme: producer.HashSchemeXXH3Chain,
+		HashSeed: routing.HashSeed}
+}
