@@ -25,6 +25,9 @@ import (
 // binary is the kvrouter executable TestMain built.
 var binary string
 
+// blockSize is the engines' KV block size in these tests.
+const blockSize = 16
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -74,6 +77,7 @@ type member struct {
 // engines in this process.
 type dc struct {
 	t       *testing.T
+	name    string
 	nats    string
 	members []*member
 	engines int
@@ -84,11 +88,18 @@ type dc struct {
 // until every node is ready.
 func startDC(t *testing.T, engines int) *dc {
 	t.Helper()
+	return startNamedDC(t, "dc1", 3, engines)
+}
+
+// startNamedDC starts DC name with nodes router nodes (1 or more).
+func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
+	t.Helper()
 	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dc{t: t, nats: bus.URL(), engines: engines}
+	d := &dc{t: t, name: name, nats: bus.URL(), engines: engines}
+	root := t.TempDir() // before the cleanup below, so the logs outlive it
 	ectx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
@@ -103,12 +114,11 @@ func startDC(t *testing.T, engines int) *dc {
 		bus.Close()
 	})
 	for id := range engines {
-		startEngine(t, ectx, &wg, d.nats, uint64(id+1))
+		startEngine(t, ectx, &wg, d.nats, name, uint64(id+1))
 	}
-	root := t.TempDir()
 	var peers []string
-	for i := range 3 {
-		m := &member{id: fmt.Sprintf("n%d", i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}
+	for i := range nodes {
+		m := &member{id: fmt.Sprintf("%s-n%d", name, i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}
 		m.dir = filepath.Join(root, m.id)
 		m.log = filepath.Join(root, m.id+".log")
 		peers = append(peers, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.api))
@@ -123,14 +133,14 @@ func startDC(t *testing.T, engines int) *dc {
 	return d
 }
 
-func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url string, id uint64) {
+func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string, id uint64) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	bus, err := natsbus.Open(natsbus.Config{URL: url}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{EngineID: id, Engine: mocker.Config{SpeedUp: 1000, BlockSize: 16}}, bus.Conn, log)
+	srv, err := server.New(server.Config{DC: dcName, EngineID: id, Engine: mocker.Config{SpeedUp: 1000, BlockSize: blockSize}}, bus.Conn, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +163,7 @@ func (d *dc) start(m *member, peers string) {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	m.cmd = exec.Command(binary, "node", "--dc", "dc1", "--node-id", m.id, "--http-addr", m.http,
+	m.cmd = exec.Command(binary, "node", "--dc", d.name, "--node-id", m.id, "--http-addr", m.http,
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
 		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")

@@ -119,4 +119,13 @@
 // both stop; Run is the poll alone for callers with their own server.
 // HTTPLocator starts one goroutine per remote per lookup and waits for all
 // of them, each bounded by ControlTimeout.
+//
+// # Explain
+//
+// POST /v1/route/explain takes a completions body and answers, as JSON,
+// what the prefix policy would do with it: the local depth and benefit,
+// every remote lane's depth, readiness, staleness and eligibility, and the
+// chosen DC. It serves and forwards nothing; operators use it to see why a
+// request went where it did, and tests to wait for a summary to arrive
+// without caching the prompt locally.
 package gateway

@@ -98,6 +98,7 @@ func (g *Gateway) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", g.completionHandler(endpointCompletions))
 	mux.HandleFunc("GET /v1/models", g.handleModels)
 	mux.HandleFunc("GET /v1/sessions/{id}/home", g.handleHome)
+	mux.HandleFunc("POST /v1/route/explain", g.handleExplain)
 	mux.HandleFunc("GET /health", handleHealth)
 	mux.HandleFunc("GET /ready", g.handleReady)
 	mux.Handle("GET /metrics", g.metrics.Handler())

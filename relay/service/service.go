@@ -133,6 +133,8 @@ type Relay struct {
 	publishAddr atomic.Pointer[string]
 	ready       chan struct{}
 	unmapped    atomic.Uint64
+	// reg is the DC's engine registry once Run opened it.
+	reg atomic.Pointer[eventplane.Registry]
 }
 
 // New validates cfg and builds the relay's parts; Run starts them.
@@ -204,12 +206,33 @@ func (r *Relay) buildGateway() error {
 	homes := gateway.NewHomes(dcs...)
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
 		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons,
-		Sessions: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), Now: time.Now, Log: r.log})
+		Sessions: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), LocalLoad: r.localLoad,
+		Now: time.Now, Log: r.log})
 	if err != nil {
 		return err
 	}
 	r.gw = gw
 	return nil
+}
+
+// localLoad is the local DC's load over every pool, for the gateway's
+// load penalty: the remote DCs' loads arrive with their summaries, and
+// weighing only theirs would favour the local DC whatever its load.
+func (r *Relay) localLoad() producer.Load {
+	reg := r.reg.Load()
+	if reg == nil {
+		return producer.Load{}
+	}
+	var sum producer.Load
+	for _, p := range r.cfg.Pools {
+		l := poolLoad(reg, p.Model)
+		sum.Engines += l.Engines
+		sum.ActiveRequests += l.ActiveRequests
+		sum.PrefillTokens += l.PrefillTokens
+		sum.DecodeBlocks += l.DecodeBlocks
+		sum.Utilization = max(sum.Utilization, l.Utilization)
+	}
+	return sum
 }
 
 // Gateway returns the relay's gateway (metrics, homes).
@@ -248,6 +271,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	defer closeBus()
 	defer plane.Close()
+	r.reg.Store(plane.Registry())
 
 	pubLn, err := net.Listen("tcp", r.cfg.PublishAddr)
 	if err != nil {

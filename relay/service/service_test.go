@@ -208,6 +208,25 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 		return false
 	})
 	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": longer})
+	resp, err := http.Post("http://"+a.gateway+"/v1/route/explain", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		DC      string `json:"dc"`
+		Remote  bool   `json:"remote"`
+		Remotes []struct {
+			DC       string `json:"dc"`
+			Eligible bool   `json:"eligible"`
+			Depth    int    `json:"depth_blocks"`
+		} `json:"remotes"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ex)
+	resp.Body.Close()
+	if err != nil || ex.DC != b.name || !ex.Remote || len(ex.Remotes) != 1 || !ex.Remotes[0].Eligible || ex.Remotes[0].Depth < 39 {
+		t.Fatalf("explain at a: %+v (%v)", ex, err)
+	}
 	if got := complete(t, a.gateway, "", longer); got != b.name {
 		t.Fatalf("a prompt whose prefix b holds was served by %q at a's gateway", got)
 	}

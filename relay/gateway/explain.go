@@ -1,0 +1,66 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// explanation is the answer of POST /v1/route/explain: what the gateway
+// would do with a completions request, without serving it.
+type explanation struct {
+	Model string `json:"model"`
+	// Blocks is the request's block count at its pool's block size.
+	Blocks int `json:"blocks"`
+	// DC is the DC the prefix policy chooses (sessions aside).
+	DC     string      `json:"dc"`
+	Remote bool        `json:"remote"`
+	Local  candidateJS `json:"local"`
+	// Remotes are the remote lanes' answers, eligible or not.
+	Remotes []remoteJS `json:"remotes"`
+}
+
+type candidateJS struct {
+	DC        string  `json:"dc"`
+	Depth     int     `json:"depth_blocks"`
+	BenefitMs float64 `json:"benefit_ms"`
+}
+
+type remoteJS struct {
+	DC          string  `json:"dc"`
+	Ready       bool    `json:"ready"`
+	Eligible    bool    `json:"eligible"`
+	Depth       int     `json:"depth_blocks"`
+	StalenessMs float64 `json:"staleness_ms"`
+	Engines     int     `json:"engines"`
+	Utilization float64 `json:"utilization"`
+}
+
+// handleExplain answers POST /v1/route/explain with the prefix decision
+// for a completions body: the local and remote prefix depths, each
+// lane's eligibility and the chosen DC. It serves nothing and forwards
+// nothing; operators use it to see why a request went where it did.
+func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{g: g, w: w, r: r, rc: http.NewResponseController(w), ep: endpointCompletions}
+	if err := x.readBody(); err != nil {
+		writeError(w, err)
+		return
+	}
+	req, err := parseRequest(x.body, x.ep, g.cfg.MaxPromptTokens)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	ch := g.decide(&req, g.cfg.Now(), sc)
+	out := explanation{Model: req.Model, Blocks: len(sc.hashes), DC: ch.Best.DC, Remote: ch.Remote,
+		Local: candidateJS{DC: ch.Local.DC, Depth: ch.Local.Depth, BenefitMs: ch.Local.Benefit}}
+	for _, res := range sc.results {
+		out.Remotes = append(out.Remotes, remoteJS{DC: res.Pool.DC, Ready: res.Ready, Eligible: g.cfg.Policy.Eligible(res),
+			Depth: res.Depth, StalenessMs: float64(res.Staleness.Microseconds()) / 1000, Engines: res.Load.Engines,
+			Utilization: res.Load.Utilization})
+	}
+	body, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
