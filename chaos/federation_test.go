@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/netem"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
@@ -167,9 +168,9 @@ func TestFederationRelayKillAndWANCut(t *testing.T) {
 	aGW, aPub, bGW, bPub := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	// One proxy per direction and service: a's view of b, b's view of a.
 	const oneWay = 5 * time.Millisecond
-	toBPub, toBGW := startProxy(t, bPub, oneWay), startProxy(t, bGW, oneWay)
-	toAPub, toAGW := startProxy(t, aPub, oneWay), startProxy(t, aGW, oneWay)
-	wan := []*proxy{toBPub, toBGW, toAPub, toAGW}
+	toBPub, toBGW := mustProxy(t, bPub, oneWay), mustProxy(t, bGW, oneWay)
+	toAPub, toAGW := mustProxy(t, aPub, oneWay), mustProxy(t, aGW, oneWay)
+	wan := []*netem.Proxy{toBPub, toBGW, toAPub, toAGW}
 	ra := startRelay(t, a, aGW, aPub, []string{fmt.Sprintf("dcb=%s/%s/10ms", toBPub.Addr(), toBGW.Addr())})
 	startRelay(t, b, bGW, bPub, []string{fmt.Sprintf("dca=%s/%s/10ms", toAPub.Addr(), toAGW.Addr())})
 
@@ -282,4 +283,15 @@ func TestFederationRelayKillAndWANCut(t *testing.T) {
 			t.Fatalf("session %s served by %v", s, at)
 		}
 	}
+}
+
+// mustProxy starts a WAN link proxy to target, closed at cleanup.
+func mustProxy(t *testing.T, target string, delay time.Duration) *netem.Proxy {
+	t.Helper()
+	p, err := netem.Listen(target, delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
