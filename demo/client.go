@@ -31,6 +31,10 @@ type Outcome struct {
 	// Worker the engine that served it (X-Kvrouter-Worker).
 	Session string
 	Worker  string
+	// Ingress is the base URL the request was sent to and DC the DC that
+	// served it (X-Kvrouter-DC, set by a relay gateway).
+	Ingress string
+	DC      string
 	// Cut marks a stream that broke after its first token: the node
 	// serving it died mid-response. Err is set too.
 	Cut bool
@@ -47,6 +51,9 @@ type Replayer struct {
 	// is refused or reset before any response moves on to the next node
 	// (it reached none, so it cannot have been served twice).
 	URLs func() []string
+	// Target, when set, names the one base URL each request goes to (a
+	// DC's gateway); it overrides URLs and BaseURL.
+	Target func(i int, req traces.Request) string
 	// Sessions sends each request with a session id: its conversation,
 	// named by the first block of its prompt.
 	Sessions bool
@@ -109,7 +116,10 @@ func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 	}
 	body := r.body(req)
 	urls := []string{r.BaseURL}
-	if r.URLs != nil {
+	switch {
+	case r.Target != nil:
+		urls = []string{r.Target(i, req)}
+	case r.URLs != nil:
 		urls = r.URLs()
 	}
 	var err error
@@ -137,7 +147,7 @@ func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 			return Outcome{Session: session, Err: err}
 		}
 		o := r.read(resp, t0)
-		o.Session = session
+		o.Session, o.Ingress = session, base
 		if o.Err != nil && o.TTFT == 0 && broken(o.Err) {
 			// The node died before the first token: like a load
 			// balancer, try the next one.
@@ -176,6 +186,7 @@ func (r *Replayer) read(resp *http.Response, t0 time.Time) Outcome {
 	o := readStream(resp.Body, t0)
 	o.Done = time.Since(t0)
 	o.Worker = resp.Header.Get("X-Kvrouter-Worker")
+	o.DC = resp.Header.Get("X-Kvrouter-DC")
 	return o
 }
 

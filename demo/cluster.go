@@ -46,7 +46,12 @@ type Cluster struct {
 
 // StartCluster starts the DC with the given policy and waits until every
 // node serves.
-func StartCluster(ctx context.Context, cfg Config, policy string, log *slog.Logger) (_ *Cluster, err error) {
+func StartCluster(ctx context.Context, cfg Config, policy string, log *slog.Logger) (*Cluster, error) {
+	return startDC(ctx, cfg, "dc1", cfg.HTTPAddr, policy, log)
+}
+
+// startDC starts DC dc with node n1 on httpAddr.
+func startDC(ctx context.Context, cfg Config, dc, httpAddr, policy string, log *slog.Logger) (_ *Cluster, err error) {
 	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0", Name: "demo-nats"}, log)
 	if err != nil {
 		return nil, err
@@ -56,7 +61,7 @@ func StartCluster(ctx context.Context, cfg Config, policy string, log *slog.Logg
 		bus.Close()
 		return nil, err
 	}
-	c := &Cluster{log: log, bus: bus, dir: dir}
+	c := &Cluster{log: log.With("dc", dc), bus: bus, dir: dir}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -74,10 +79,10 @@ func StartCluster(ctx context.Context, cfg Config, policy string, log *slog.Logg
 	}
 	for i := range ClusterSize {
 		ncfg := node.DefaultConfig()
-		ncfg.NodeID, ncfg.NATS = fmt.Sprintf("n%d", i+1), bus.URL()
+		ncfg.DC, ncfg.NodeID, ncfg.NATS = dc, fmt.Sprintf("n%d", i+1), bus.URL()
 		ncfg.HTTPAddr = addrs[i][0]
-		if i == 0 {
-			ncfg.HTTPAddr = cfg.HTTPAddr
+		if i == 0 && httpAddr != "" {
+			ncfg.HTTPAddr = httpAddr
 		}
 		ncfg.Dispatch.Policy = policy
 		ncfg.Dispatch.AffinityTTL = time.Hour
@@ -143,7 +148,7 @@ func (c *Cluster) startEngine(ctx context.Context, cfg Config, id uint64) error 
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{EngineID: id, Engine: mocker.Config{SpeedUp: cfg.Compress}}, bus.Conn, c.log.With("engine", id))
+	srv, err := server.New(server.Config{DC: c.cfgs[0].DC, EngineID: id, Engine: mocker.Config{SpeedUp: cfg.Compress}}, bus.Conn, c.log.With("engine", id))
 	if err != nil {
 		bus.Close()
 		return err

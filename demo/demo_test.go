@@ -59,3 +59,34 @@ func TestConfigRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestFederationReplay replays the start of the trace through two DCs'
+// gateways: every request is served, some are forwarded to the other DC,
+// and no session is served by two DCs or engines.
+func TestFederationReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two DCs of three router nodes each, relays and engines")
+	}
+	ign := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ign) })
+	cfg := Config{HTTPAddr: "127.0.0.1:0", Engines: 4, Requests: 160, Compress: 50}
+	var out bytes.Buffer
+	if err := RunFederation(t.Context(), cfg, &out, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	t.Log("\n" + report)
+	var all []string
+	for l := range strings.SplitSeq(report, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "all" {
+			all = f
+		}
+	}
+	// ingress requests errors local forwarded hit-local hit-fwd p50 p99
+	if len(all) != 9 || all[1] != "160" || all[2] != "0" || all[4] == "0" {
+		t.Fatalf("want 160 requests, 0 errors and some forwarded, got %q", all)
+	}
+	if !strings.Contains(report, "(affinity violations): 0;") {
+		t.Fatal("affinity violations in the federation replay")
+	}
+}

@@ -17,6 +17,7 @@ type demoFlags struct {
 	live     demo.Config
 	serve    bool
 	noSim    bool
+	noFed    bool
 	logLevel string
 }
 
@@ -31,6 +32,9 @@ the comparison. Then it starts a live DC on loopback (embedded NATS,
 simulated engines serving HTTP, a 3-node router cluster in raft) and replays the start of
 the trace through the nodes' OpenAI-compatible API with a real client, once with kv and once
 with round-robin, killing the raft leader halfway through each replay and restarting it.
+Last, two such DCs with a relay each and a 20 ms WAN round trip between them replay it
+through their gateways, some conversations continuing in the other DC, and the report gives
+local and cross-DC hit ratios, forwards, TTFT and affinity violations.
 
 With --serve it only starts the live fleet and leaves it running for curl or any OpenAI
 client until interrupted.`,
@@ -41,6 +45,7 @@ client until interrupted.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&f.serve, "serve", false, "start the live fleet and leave it running")
 	fs.BoolVar(&f.noSim, "no-sim", false, "skip the simulated comparison")
+	fs.BoolVar(&f.noFed, "no-federation", false, "skip the two-DC federation replay")
 	fs.StringVar(&f.live.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "the router node's client-facing address")
 	fs.IntVar(&f.live.Requests, "live-requests", demo.DefaultRequests, "trace requests replayed live per policy")
 	fs.Float64Var(&f.live.Compress, "compress", demo.DefaultCompress, "live replay: arrivals and engine clocks this many times faster than the trace")
@@ -66,7 +71,16 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		}
 		fmt.Fprintln(out)
 	}
-	return demo.Run(cmd.Context(), f.live, out, log)
+	if err := demo.Run(cmd.Context(), f.live, out, log); err != nil {
+		return err
+	}
+	if f.noFed {
+		return nil
+	}
+	fmt.Fprintln(out)
+	fed := f.live
+	fed.HTTPAddr = ""
+	return demo.RunFederation(cmd.Context(), fed, out, log)
 }
 
 func serveDemo(cmd *cobra.Command, f *demoFlags, log *slog.Logger) error {
