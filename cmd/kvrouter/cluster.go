@@ -25,6 +25,17 @@ type clusterFlags struct {
 	tlsCert, tlsKey, ca string
 }
 
+// call runs fn against the member at --addr under --timeout.
+func (f *clusterFlags) call(cmd *cobra.Command, fn func(ctx context.Context, c kvrpb.ClusterAdminClient) error) error {
+	c, closeConn, ctx, cancel, err := f.client(cmd)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	defer cancel()
+	return fn(ctx, c)
+}
+
 func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, func(), context.Context, context.CancelFunc, error) {
 	if f.addr == "" {
 		return nil, nil, nil, nil, fmt.Errorf("--addr: the cluster API address of a member is required")
@@ -53,7 +64,7 @@ func newClusterCmd() *cobra.Command {
 		Long: `cluster talks to a router node's cluster API (--cluster-api-addr of kvrouter node).
 Join and leave may be sent to any member: a follower relays them to the leader.`,
 	}
-	cmd.PersistentFlags().StringVar(&f.addr, "addr", "127.0.0.1:7101", "cluster API address of any member")
+	cmd.PersistentFlags().StringVar(&f.addr, "addr", "127.0.0.1:7100", "cluster API address of any member")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 10*time.Second, "deadline of the call")
 	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "client certificate for a cluster with mutual TLS (with --tls-key and --tls-ca)")
 	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "private key of --tls-cert")
@@ -65,17 +76,13 @@ Join and leave may be sent to any member: a follower relays them to the leader.`
 		Short: "Print a member's view: raft state, leader, indexes, members, readiness",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, closeConn, ctx, cancel, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeConn()
-			defer cancel()
-			st, err := c.Status(ctx, &kvrpb.AdminStatusRequest{})
-			if err != nil {
-				return fmt.Errorf("status from %s: %w", f.addr, err)
-			}
-			return printStatus(cmd.OutOrStdout(), st, asJSON)
+			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
+				st, err := c.Status(ctx, &kvrpb.AdminStatusRequest{})
+				if err != nil {
+					return fmt.Errorf("status from %s: %w", f.addr, err)
+				}
+				return printStatus(cmd.OutOrStdout(), st, asJSON)
+			})
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -86,18 +93,14 @@ Join and leave may be sent to any member: a follower relays them to the leader.`
 		Short: "Add a member (a voter, or with --nonvoter a replica that does not vote)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, closeConn, ctx, cancel, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeConn()
-			defer cancel()
-			res, err := c.Join(ctx, &join)
-			if err != nil {
-				return fmt.Errorf("join %s: %w", join.GetId(), err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s joined (leader %s)\n", join.GetId(), res.GetLeaderId())
-			return nil
+			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
+				res, err := c.Join(ctx, &join)
+				if err != nil {
+					return fmt.Errorf("join %s: %w", join.GetId(), err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s joined (leader %s)\n", join.GetId(), res.GetLeaderId())
+				return nil
+			})
 		},
 	}
 	joinCmd.Flags().StringVar(&join.Id, "id", "", "the new member's node id")
@@ -111,18 +114,14 @@ Join and leave may be sent to any member: a follower relays them to the leader.`
 		Short: "Remove a member",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, closeConn, ctx, cancel, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeConn()
-			defer cancel()
-			res, err := c.Leave(ctx, &kvrpb.AdminLeaveRequest{Id: leaveID})
-			if err != nil {
-				return fmt.Errorf("leave %s: %w", leaveID, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s left (leader %s)\n", leaveID, res.GetLeaderId())
-			return nil
+			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
+				res, err := c.Leave(ctx, &kvrpb.AdminLeaveRequest{Id: leaveID})
+				if err != nil {
+					return fmt.Errorf("leave %s: %w", leaveID, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s left (leader %s)\n", leaveID, res.GetLeaderId())
+				return nil
+			})
 		},
 	}
 	leave.Flags().StringVar(&leaveID, "id", "", "the member to remove")
