@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -49,7 +50,7 @@ func TestDecisionLocalVsRemote(t *testing.T) {
 				if a.nodes[0].count() != 0 || b.nodes[0].last().header.Get(ForwardedHeader) != "dc-a" {
 					t.Fatal("a forwarded request was served twice or not marked")
 				}
-				if got := testutil.ToFloat64(b.gw.metrics.Requests.WithLabelValues(DecisionForwardedIn)); got != 1 {
+				if got := settled(b.gw.metrics.Requests.WithLabelValues(DecisionForwardedIn), 1); got != 1 {
 					t.Fatalf("dc-b forwarded_in = %v", got)
 				}
 			}
@@ -90,7 +91,7 @@ func TestRemoteFailureBeforeFirstByteFallsBack(t *testing.T) {
 			if st != http.StatusOK || h.Get(DCHeader) != "dc-a" || !strings.Contains(body, "dc-a-n0") {
 				t.Fatalf("status %d dc %q body %s: no local fallback", st, h.Get(DCHeader), body)
 			}
-			if got := testutil.ToFloat64(a.gw.metrics.Requests.WithLabelValues(DecisionFallback)); got != 1 {
+			if got := settled(a.gw.metrics.Requests.WithLabelValues(DecisionFallback), 1); got != 1 {
 				t.Fatalf("fallbacks = %v, want 1", got)
 			}
 		})
@@ -172,4 +173,15 @@ func TestAllNodesRefusedIs502(t *testing.T) {
 	if _, _, code, _ := errorBody(t, body); st != http.StatusBadGateway || code != "upstream_error" {
 		t.Fatalf("status %d body %s", st, body)
 	}
+}
+
+// settled reads a counter, waiting up to two seconds for it to reach
+// want: a request is counted when its handler returns, which may be just
+// after the client has read the whole answer.
+func settled(c prometheus.Counter, want float64) float64 {
+	deadline := time.Now().Add(2 * time.Second)
+	for testutil.ToFloat64(c) != want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return testutil.ToFloat64(c)
 }
