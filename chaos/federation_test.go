@@ -63,7 +63,7 @@ func (r *relayProc) start(t *testing.T) {
 		"--gateway-addr", r.gateway, "--publish-addr", r.public, "--peers", strings.Join(r.peerArgs, ","),
 		"--pools", fmt.Sprintf("%s:%d", mocker.DefaultModel, blockSize), "--heartbeat-interval", "200ms",
 		"--max-staleness", "2s")
-	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	r.cmd.Stdout, r.cmd.Stderr, r.cmd.Env = logf, logf, childEnv()
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func (d *dc) start(m *member, peers string) {
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
 		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
-	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -178,6 +178,18 @@ func (d *dc) start(m *member, peers string) {
 		_ = logf.Close()
 		close(done)
 	}(m.cmd, m.exited)
+}
+
+// childEnv is this process's environment without the suite's own KVR_CHAOS_*
+// settings: kvrouter refuses KVR_* variables that name no option.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KVR_CHAOS_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // restart starts a killed member again on its data directory.
