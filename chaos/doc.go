@@ -37,5 +37,13 @@
 // is written next to the logs.
 //
 // The scenarios are named after the reliability plan: S01 kills the leader
-// during binds; FullRestart kills every node at once and restarts them.
+// during binds; FullRestart kills every node at once and restarts them;
+// FederationRelayKillAndWANCut runs two DCs whose relays reach each other
+// through a delaying proxy per direction (internal/netem), cuts and
+// restores that WAN and kills one relay, and checks that each DC serves
+// its own traffic during the cut, that the summaries reconverge (a prefix
+// cached in one DC draws the other DC's request, which the gateway's
+// POST /v1/route/explain confirms before the request is sent), and that
+// no session is served by two DCs. Child processes get this process's
+// environment without the suite's KVR_CHAOS_* settings.
 package chaos
