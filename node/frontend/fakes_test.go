@@ -123,6 +123,8 @@ type fakeEngine struct {
 	hang bool
 	// flood makes a stream send large events until canceled.
 	flood bool
+	// cut makes a stream end in the middle of its second event.
+	cut bool
 	// status and errBody make the engine answer with an error.
 	status  int
 	errBody string
@@ -206,6 +208,11 @@ func (e *fakeEngine) stream(w http.ResponseWriter, r *http.Request, model string
 	for i, tok := range e.tokens {
 		time.Sleep(e.delay)
 		if !send(e.chunk(model, chat, tok)) {
+			return
+		}
+		if i == 0 && e.cut {
+			_, _ = io.WriteString(w, `data: {"id":"c1","object":"text_completion","choi`)
+			w.(http.Flusher).Flush()
 			return
 		}
 		if i == 0 && (e.hang || e.flood) {

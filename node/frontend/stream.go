@@ -39,7 +39,10 @@ func (x *exchange) relayStream(resp *http.Response) error {
 	for {
 		var err error
 		ev, err = readEvent(rd, ev[:0])
-		if len(ev) > 0 {
+		// An event cut off by the end of the engine's stream is never
+		// relayed: SSE discards an event without its closing blank line,
+		// and the bytes would run into the error event that follows.
+		if len(ev) > 0 && (err == nil || bytes.HasSuffix(ev, []byte("\n\n"))) {
 			x.observeEvent(ev)
 			if werr := x.writeEvent(ev); werr != nil {
 				return x.clientGone(werr)

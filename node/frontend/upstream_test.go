@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +160,42 @@ func TestGracefulShutdownFinishesStream(t *testing.T) {
 	}
 	if err := <-errc; err != nil {
 		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// TestStreamCutMidEventIsNotRelayed checks that an engine stream ending in
+// the middle of an event reaches the client as its complete events and an
+// error event, never as the partial event's bytes, which would run into
+// the error event and break the client's framing.
+func TestStreamCutMidEventIsNotRelayed(t *testing.T) {
+	ts, _, _ := setup(t, Config{}, func(e *fakeEngine) { e.cut = true })
+	resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x","stream":true}`, nil)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events, errorsSeen int
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			if line != "" {
+				t.Fatalf("stray line %q in %q", line, body)
+			}
+			continue
+		}
+		var v struct {
+			Error *struct{ Code string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			t.Fatalf("event %q is not JSON: %v (stream %q)", data, err, body)
+		}
+		events++
+		if v.Error != nil {
+			errorsSeen++
+		}
+	}
+	if events != 2 || errorsSeen != 1 {
+		t.Fatalf("%d events, %d errors, want the first token and one error event: %q", events, errorsSeen, body)
 	}
 }
