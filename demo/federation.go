@@ -275,8 +275,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // affinityAcross counts the sessions served at least twice and those
 // served by more than one (DC, engine).
 func affinityAcross(outs []Outcome) (sessions, violations int) {
-	for i := range outs {
-		outs[i].Worker = outs[i].DC + "/" + outs[i].Worker
+	byDC := make([]Outcome, len(outs))
+	for i, o := range outs {
+		o.Worker = o.DC + "/" + o.Worker
+		byDC[i] = o
 	}
-	return affinity(outs)
+	return affinity(byDC)
 }

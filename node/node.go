@@ -150,7 +150,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if cl != nil {
 		n.clusterNode.Store(cl.cn)
 	}
-	disp, err := dispatch.New(n.cfg.Dispatch, engines{r: reg, ready: ready}, idx, n.metrics, n.log, opts...)
+	disp, err := dispatch.New(n.cfg.Dispatch, engines{r: reg}, idx, n.metrics, n.log, opts...)
 	if err != nil {
 		return err
 	}
@@ -226,22 +226,15 @@ func (n *Node) natsState(up bool) {
 }
 
 // engines adapts the event plane's registry to what the dispatcher reads.
-// Until ready reports true it offers no workers, so that a node that has
-// not caught up answers 503 instead of routing on partial knowledge.
-type engines struct {
-	r     *eventplane.Registry
-	ready func() bool
-}
+// (A cluster member that has not caught up never routes: the frontend's
+// Serving gate answers 503 before the dispatcher is asked.)
+type engines struct{ r *eventplane.Registry }
 
 var _ dispatch.Engines = engines{}
 var _ dispatch.LoadReporter = engines{}
 
 func (e engines) Workers(model string) ([]routing.WorkerInfo, bool) {
-	known := slices.Contains(e.r.Models(), model)
-	if !e.ready() {
-		return nil, known
-	}
-	return e.r.Workers(model), known
+	return e.r.Workers(model), slices.Contains(e.r.Models(), model)
 }
 
 func (e engines) Endpoint(id routing.WorkerID) (string, bool) { return e.r.Endpoint(id) }

@@ -77,7 +77,8 @@ func (r *Relay) split(reg *eventplane.Registry, changes []producer.Change) map[s
 func (r *Relay) Unmapped() uint64 { return r.unmapped.Load() }
 
 // loads publishes each pool's load (from the engines' heartbeats) with
-// the summaries' heartbeats, every HeartbeatInterval.
+// the summaries' heartbeats, and records the DC's total for the gateway,
+// every HeartbeatInterval.
 func (r *Relay) loads(ctx context.Context, reg *eventplane.Registry) {
 	t := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer t.Stop()
@@ -87,9 +88,17 @@ func (r *Relay) loads(ctx context.Context, reg *eventplane.Registry) {
 			return
 		case <-t.C:
 		}
+		var sum producer.Load
 		for model, p := range r.producers {
-			p.SetLoad(poolLoad(reg, model))
+			l := poolLoad(reg, model)
+			p.SetLoad(l)
+			sum.Engines += l.Engines
+			sum.ActiveRequests += l.ActiveRequests
+			sum.PrefillTokens += l.PrefillTokens
+			sum.DecodeBlocks += l.DecodeBlocks
+			sum.Utilization = max(sum.Utilization, l.Utilization)
 		}
+		r.load.Store(&sum)
 	}
 }
 

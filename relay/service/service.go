@@ -133,8 +133,9 @@ type Relay struct {
 	publishAddr atomic.Pointer[string]
 	ready       chan struct{}
 	unmapped    atomic.Uint64
-	// reg is the DC's engine registry once Run opened it.
-	reg atomic.Pointer[eventplane.Registry]
+	// load is the local DC's load over every pool, refreshed by loads
+	// every HeartbeatInterval; the gateway reads it per request.
+	load atomic.Pointer[producer.Load]
 }
 
 // New validates cfg and builds the relay's parts; Run starts them.
@@ -215,24 +216,15 @@ func (r *Relay) buildGateway() error {
 	return nil
 }
 
-// localLoad is the local DC's load over every pool, for the gateway's
-// load penalty: the remote DCs' loads arrive with their summaries, and
-// weighing only theirs would favour the local DC whatever its load.
+// localLoad is the local DC's load, for the gateway's load penalty: the
+// remote DCs' loads arrive with their summaries, and weighing only theirs
+// would favour the local DC whatever its load. It is the figure loads
+// last computed, so the request path does no registry work.
 func (r *Relay) localLoad() producer.Load {
-	reg := r.reg.Load()
-	if reg == nil {
-		return producer.Load{}
+	if l := r.load.Load(); l != nil {
+		return *l
 	}
-	var sum producer.Load
-	for _, p := range r.cfg.Pools {
-		l := poolLoad(reg, p.Model)
-		sum.Engines += l.Engines
-		sum.ActiveRequests += l.ActiveRequests
-		sum.PrefillTokens += l.PrefillTokens
-		sum.DecodeBlocks += l.DecodeBlocks
-		sum.Utilization = max(sum.Utilization, l.Utilization)
-	}
-	return sum
+	return producer.Load{}
 }
 
 // Gateway returns the relay's gateway (metrics, homes).
@@ -271,7 +263,6 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	defer closeBus()
 	defer plane.Close()
-	r.reg.Store(plane.Registry())
 
 	pubLn, err := net.Listen("tcp", r.cfg.PublishAddr)
 	if err != nil {
