@@ -33,9 +33,9 @@ type Server struct {
 	log       *slog.Logger
 	tracer    trace.Tracer
 	client    *http.Client
-	// transport is set when the Server built its own transport, which it
-	// then closes when Serve returns.
-	transport *http.Transport
+	// transport is set when the Server built its own engine client, which
+	// it then closes when Serve returns.
+	transport *engineTransport
 	handler   http.Handler
 	draining  atomic.Bool
 	idPrefix  string
@@ -61,7 +61,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName)}
 	rt := cfg.Transport
 	if rt == nil {
-		s.transport = newTransport(cfg)
+		s.transport = newEngineTransport(cfg)
 		rt = s.transport
 	}
 	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
@@ -70,7 +70,8 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	return s, nil
 }
 
-// newTransport builds the engine transport. Engines are few and close, so
+// newTransport builds the net/http engine transport, which carries what
+// engineTransport does not (https engines). Engines are few and close, so
 // many idle connections per engine are kept to avoid a handshake per
 // request; compression is off because SSE must flow event by event. The
 // connections write request bodies straight from the pooled buffer
