@@ -108,7 +108,10 @@
 // the Ownership.Watch gRPC stream: the batches after a raft index, or a
 // snapshot consistent with one applied index and the batches after it. A
 // DC's relay follows it to summarise the DC's ownership for other DCs; see
-// watch.go for why a change stream rather than a raft nonvoter.
+// watch.go for why a change stream rather than a raft nonvoter. The same
+// batches and snapshots carry the session bindings that start and end, as
+// kvrpb.SessionKeyHash of their keys (watch_sessions.go), which the relay
+// publishes as the DC's session summary.
 //
 // # Durable state
 //

@@ -127,6 +127,9 @@ func (f *FSM) bind(idx uint64, c *kvrpb.RaftBindSession) *kvrpb.RaftResult {
 		Version: idx, IdleDeadlineUnixNanos: c.StampedUnixNanos + c.IdleTtlNanos, Active: true,
 	}
 	f.st.PutSession(b)
+	if !ok {
+		f.watch.sessionBound(c.Key) // Ownership change stream: a new binding.
+	}
 	return f.remember(c.RequestId, &kvrpb.RaftResult{Won: true, Binding: proto.CloneOf(b)}, idx)
 }
 
@@ -219,6 +222,7 @@ func (f *FSM) unbind(idx uint64, c *kvrpb.RaftUnbindSession) *kvrpb.RaftResult {
 		return f.remember(c.RequestId, counted(0), idx)
 	}
 	f.st.DeleteSession(c.Key)
+	f.watch.sessionUnbound(c.Key) // Ownership change stream.
 	return f.remember(c.RequestId, counted(1), idx)
 }
 
@@ -244,6 +248,7 @@ func (f *FSM) expire(c *kvrpb.RaftExpireSessions) *kvrpb.RaftResult {
 		b, ok := f.st.Session(r.Key)
 		if ok && b.Version == r.Version && !liveAt(b, c.StampedUnixNanos) {
 			f.st.DeleteSession(r.Key)
+			f.watch.sessionUnbound(r.Key) // Ownership change stream.
 			n++
 		}
 	}
@@ -280,6 +285,7 @@ func (f *FSM) invalidateEngine(idx uint64, c *kvrpb.RaftInvalidateEngine) *kvrpb
 	slices.Sort(keys)
 	for _, k := range keys {
 		f.st.DeleteSession(k)
+		f.watch.sessionUnbound(k) // Ownership change stream.
 	}
 	return f.remember(c.RequestId, counted(len(keys)), idx)
 }

@@ -27,6 +27,12 @@ import (
 // copy slice headers. A watcher that falls behind the ring's start gets
 // ErrWatchOverrun and starts again from a snapshot (FSM.OwnershipSnapshot).
 //
+// Session bindings ride on the same stream (watch_sessions.go): an entry
+// that binds a key absent before, or drops a binding (unbind, expiry,
+// engine invalidation), records the key's kvrpb.SessionKeyHash in its
+// batch, and a snapshot lists every bound key's hash. The relay publishes
+// them as its DC's session summary.
+//
 // Why a change stream rather than a raft nonvoter in the relay: a nonvoter
 // would make the relay a member of the DC's raft configuration (joins,
 // removals, snapshots shipped to it, a full FSM and index in the relay
@@ -86,6 +92,10 @@ type OwnershipBatch struct {
 	// when there was none: no entry in (Prev, Index) changed ownership.
 	Prev    uint64
 	Changes []OwnershipChange
+	// SessionsBound and SessionsUnbound are the kvrpb.SessionKeyHash of
+	// the session keys the entry bound (absent before, present after) and
+	// unbound. They are disjoint.
+	SessionsBound, SessionsUnbound []uint64
 }
 
 // OwnershipRank is the blocks one rank holds.
@@ -100,6 +110,9 @@ type OwnershipSnapshot struct {
 	Index uint64
 	// Ranks are sorted by worker; each rank's hashes are in no order.
 	Ranks []OwnershipRank
+	// Sessions are the kvrpb.SessionKeyHash of every bound session key,
+	// sorted.
+	Sessions []uint64
 }
 
 // Rows returns the number of (rank, block) rows.

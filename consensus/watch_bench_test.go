@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -52,4 +53,21 @@ func BenchmarkOwnershipRecord(b *testing.B) {
 		l.seal(idx)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/4096, "ns/block")
+}
+
+// BenchmarkSessionRecord measures the session hook of the apply path: one
+// bound key hashed and sealed into its entry's batch, the shape of a bind
+// entry, with the ring at its bound.
+func BenchmarkSessionRecord(b *testing.B) {
+	l := newOwnershipLog(0)
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("session-%016d", i)
+	}
+	idx := uint64(0)
+	for b.Loop() {
+		idx++
+		l.sessionBound(keys[idx%uint64(len(keys))])
+		l.seal(idx)
+	}
 }

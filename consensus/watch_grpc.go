@@ -108,9 +108,10 @@ func sendSnapshot(stream grpc.ServerStreamingServer[kvrpb.OwnershipWatchMessage]
 	return nil
 }
 
-// SnapshotChunks splits snap into chunks of at most maxHashes hashes
-// (a rank may span chunks); there is always at least one chunk, and the
-// last one is marked.
+// SnapshotChunks splits snap into chunks of at most maxHashes hashes,
+// block and session hashes together (a rank or the session list may span
+// chunks); there is always at least one chunk, and the last one is
+// marked.
 func SnapshotChunks(snap OwnershipSnapshot, maxHashes int) []*kvrpb.OwnershipSnapshotChunk {
 	maxHashes = max(maxHashes, 1)
 	cur := &kvrpb.OwnershipSnapshotChunk{Index: snap.Index}
@@ -129,7 +130,8 @@ func SnapshotChunks(snap OwnershipSnapshot, maxHashes int) []*kvrpb.OwnershipSna
 			hs, room = hs[n:], room-n
 		}
 	}
-	cur.Last = true
+	out = appendSessionChunks(out, snap.Index, snap.Sessions, room, maxHashes)
+	out[len(out)-1].Last = true
 	return out
 }
 
@@ -142,6 +144,9 @@ func BatchToProto(b *OwnershipBatch) *kvrpb.OwnershipBatch {
 			EngineId: uint64(c.Worker.ID), Rank: c.Worker.Rank, Hashes: seqsToWire(c.Hashes),
 		}
 	}
+	// The ring's batches are shared and immutable, and the message is only
+	// marshalled, so the session lists need no copy.
+	out.SessionsBound, out.SessionsUnbound = b.SessionsBound, b.SessionsUnbound
 	return out
 }
 

@@ -39,6 +39,9 @@ type OwnershipLog struct {
 	// the next change's from (or the end of pendHash).
 	pend     []pendingChange
 	pendHash []routing.SeqHash
+	// pendBound and pendUnbound are the current entry's session changes
+	// (watch_sessions.go), owned by the apply goroutine.
+	pendBound, pendUnbound []uint64
 
 	mu         sync.Mutex
 	ring       []OwnershipBatch // live batches are ring[head:], oldest first
@@ -110,7 +113,7 @@ func (l *OwnershipLog) workerRemoved(id routing.WorkerID) {
 // seal turns the current entry's changes, if any, into the batch of index
 // and pushes it. It is a no-op for an entry that changed no ownership.
 func (l *OwnershipLog) seal(index uint64) {
-	if len(l.pend) == 0 {
+	if len(l.pend) == 0 && len(l.pendBound) == 0 && len(l.pendUnbound) == 0 {
 		return
 	}
 	var hs []routing.SeqHash
@@ -118,7 +121,10 @@ func (l *OwnershipLog) seal(index uint64) {
 		hs = make([]routing.SeqHash, len(l.pendHash))
 		copy(hs, l.pendHash)
 	}
-	cs := make([]OwnershipChange, len(l.pend))
+	var cs []OwnershipChange
+	if len(l.pend) > 0 {
+		cs = make([]OwnershipChange, len(l.pend))
+	}
 	for i, p := range l.pend {
 		end := len(hs)
 		if i+1 < len(l.pend) {
@@ -130,7 +136,9 @@ func (l *OwnershipLog) seal(index uint64) {
 		}
 	}
 	l.pend, l.pendHash = l.pend[:0], l.pendHash[:0]
-	l.push(OwnershipBatch{Index: index, Changes: cs}, len(hs))
+	b := OwnershipBatch{Index: index, Changes: cs}
+	l.sealSessions(&b)
+	l.push(b, len(hs)+len(b.SessionsBound)+len(b.SessionsUnbound))
 }
 
 // push appends b, evicts beyond the bounds and wakes the waiters.
@@ -168,7 +176,7 @@ func (l *OwnershipLog) evict() {
 
 // batchHashes counts the hashes of b.
 func batchHashes(b *OwnershipBatch) int {
-	n := 0
+	n := len(b.SessionsBound) + len(b.SessionsUnbound)
 	for _, c := range b.Changes {
 		n += len(c.Hashes)
 	}
@@ -187,6 +195,7 @@ func (l *OwnershipLog) notify() {
 // snapshot at index: positions below it are no longer covered.
 func (l *OwnershipLog) reset(index uint64) {
 	l.pend, l.pendHash = l.pend[:0], l.pendHash[:0]
+	l.pendBound, l.pendUnbound = l.pendBound[:0], l.pendUnbound[:0]
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.ring)

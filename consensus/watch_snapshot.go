@@ -32,8 +32,8 @@ func (s *MemState) appendOwned(dst []routing.SeqHash, w routing.Worker) []routin
 // Ownership returns the FSM's change log (see OwnershipLog).
 func (f *FSM) Ownership() *OwnershipLog { return f.watch }
 
-// OwnershipSnapshot returns every ownership row at the FSM's applied
-// index. It holds the FSM's read lock while it copies the rows (apply
+// OwnershipSnapshot returns every ownership row and the hash of every
+// bound session key at the FSM's applied index. It holds the FSM's read lock while it copies the rows (apply
 // waits for that long: about 16 ms per million rows on 2 cores, see
 // BenchmarkOwnershipSnapshot), so the rows, the index and the change log
 // agree: every batch at or below Index is in the log (or was evicted), and
@@ -55,7 +55,9 @@ func (f *FSM) OwnershipSnapshot() OwnershipSnapshot {
 			snap.Ranks = append(snap.Ranks, OwnershipRank{Worker: w, Hashes: hs})
 		}
 	}
+	snap.Sessions = f.sessionHashes()
 	f.mu.RUnlock()
+	slices.Sort(snap.Sessions)
 	slices.SortFunc(snap.Ranks, func(a, b OwnershipRank) int { return a.Worker.Compare(b.Worker) })
 	return snap
 }

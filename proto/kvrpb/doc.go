@@ -9,8 +9,9 @@
 //   - proto/kvr/v1/admin.proto: the ClusterAdmin gRPC service (status,
 //     join, leave) behind `kvrouter cluster`.
 //   - proto/kvr/v1/ownership.proto: the Ownership gRPC service, each router
-//     node's change stream of the DC's replicated block ownership, which
-//     the relay follows.
+//     node's change stream of the DC's replicated block ownership and of
+//     its bound sessions (as SessionKeyHash values), which the relay
+//     follows.
 //   - proto/kvr/v1/relay.proto: the relay's summary publication protocol
 //     between DCs (subscribe, chunked snapshot, deltas, heartbeats).
 //

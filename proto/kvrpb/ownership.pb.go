@@ -18,6 +18,19 @@
 // Entries that change no ownership produce no batch, so indexes are
 // increasing but not consecutive.
 //
+// Sessions. The stream also carries the DC's authoritative session
+// bindings, as 64-bit hashes of their binding keys (kvrpb.SessionKeyHash:
+// XXH3-64 of the key's UTF-8 bytes with seed SessionKeyHashSeed). A
+// snapshot's chunks list every bound key's hash in sessions; a batch lists
+// the keys the entry bound (absent before, present after) in
+// sessions_bound and those it unbound (unbind, expiry, engine
+// invalidation) in sessions_unbound. The two lists of one batch are
+// disjoint, so their order does not matter. A binding that moves to
+// another engine or version stays bound and is not listed. "Changed
+// ownership" above includes these: an entry that only binds a session
+// produces a batch with no changes. Watchers that predate these fields
+// ignore them (proto3 unknown fields) and see such batches as empty.
+//
 // Errors end the stream with a gRPC status:
 //   OUT_OF_RANGE  the watcher fell out of the node's ring (it consumed too
 //                 slowly, or the node restored a raft snapshot): resubscribe
@@ -228,8 +241,11 @@ type OwnershipSnapshotChunk struct {
 	// seq numbers the chunks of one snapshot from 0.
 	Seq uint32 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	// last marks the final chunk; batches after index follow it.
-	Last          bool             `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
-	Ranks         []*OwnershipRank `protobuf:"bytes,4,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	Last  bool             `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
+	Ranks []*OwnershipRank `protobuf:"bytes,4,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	// sessions are hashes of bound session keys; the receiver unions them
+	// over the chunks.
+	Sessions      []uint64 `protobuf:"fixed64,5,rep,packed,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +304,13 @@ func (x *OwnershipSnapshotChunk) GetLast() bool {
 func (x *OwnershipSnapshotChunk) GetRanks() []*OwnershipRank {
 	if x != nil {
 		return x.Ranks
+	}
+	return nil
+}
+
+func (x *OwnershipSnapshotChunk) GetSessions() []uint64 {
+	if x != nil {
+		return x.Sessions
 	}
 	return nil
 }
@@ -368,10 +391,14 @@ type OwnershipBatch struct {
 	Index uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	// prev_index is the index of the ring's previous batch (or the ring's
 	// start): no entry in (prev_index, index) changed ownership.
-	PrevIndex     uint64             `protobuf:"varint,2,opt,name=prev_index,json=prevIndex,proto3" json:"prev_index,omitempty"`
-	Changes       []*OwnershipChange `protobuf:"bytes,3,rep,name=changes,proto3" json:"changes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PrevIndex uint64             `protobuf:"varint,2,opt,name=prev_index,json=prevIndex,proto3" json:"prev_index,omitempty"`
+	Changes   []*OwnershipChange `protobuf:"bytes,3,rep,name=changes,proto3" json:"changes,omitempty"`
+	// sessions_bound are hashes of the session keys the entry bound.
+	SessionsBound []uint64 `protobuf:"fixed64,4,rep,packed,name=sessions_bound,json=sessionsBound,proto3" json:"sessions_bound,omitempty"`
+	// sessions_unbound are hashes of the session keys the entry unbound.
+	SessionsUnbound []uint64 `protobuf:"fixed64,5,rep,packed,name=sessions_unbound,json=sessionsUnbound,proto3" json:"sessions_unbound,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *OwnershipBatch) Reset() {
@@ -421,6 +448,20 @@ func (x *OwnershipBatch) GetPrevIndex() uint64 {
 func (x *OwnershipBatch) GetChanges() []*OwnershipChange {
 	if x != nil {
 		return x.Changes
+	}
+	return nil
+}
+
+func (x *OwnershipBatch) GetSessionsBound() []uint64 {
+	if x != nil {
+		return x.SessionsBound
+	}
+	return nil
+}
+
+func (x *OwnershipBatch) GetSessionsUnbound() []uint64 {
+	if x != nil {
+		return x.SessionsUnbound
 	}
 	return nil
 }
@@ -519,22 +560,25 @@ const file_proto_kvr_v1_ownership_proto_rawDesc = "" +
 	"\rOwnershipRank\x12\x1b\n" +
 	"\tengine_id\x18\x01 \x01(\x04R\bengineId\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\rR\x04rank\x12\x16\n" +
-	"\x06hashes\x18\x03 \x03(\x06R\x06hashes\"\x81\x01\n" +
+	"\x06hashes\x18\x03 \x03(\x06R\x06hashes\"\x9d\x01\n" +
 	"\x16OwnershipSnapshotChunk\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12\x12\n" +
 	"\x04last\x18\x03 \x01(\bR\x04last\x12+\n" +
-	"\x05ranks\x18\x04 \x03(\v2\x15.kvr.v1.OwnershipRankR\x05ranks\"\x8b\x01\n" +
+	"\x05ranks\x18\x04 \x03(\v2\x15.kvr.v1.OwnershipRankR\x05ranks\x12\x1a\n" +
+	"\bsessions\x18\x05 \x03(\x06R\bsessions\"\x8b\x01\n" +
 	"\x0fOwnershipChange\x12/\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1b.kvr.v1.OwnershipChangeKindR\x04kind\x12\x1b\n" +
 	"\tengine_id\x18\x02 \x01(\x04R\bengineId\x12\x12\n" +
 	"\x04rank\x18\x03 \x01(\rR\x04rank\x12\x16\n" +
-	"\x06hashes\x18\x04 \x03(\x06R\x06hashes\"x\n" +
+	"\x06hashes\x18\x04 \x03(\x06R\x06hashes\"\xca\x01\n" +
 	"\x0eOwnershipBatch\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
 	"\n" +
 	"prev_index\x18\x02 \x01(\x04R\tprevIndex\x121\n" +
-	"\achanges\x18\x03 \x03(\v2\x17.kvr.v1.OwnershipChangeR\achanges\"\x8d\x01\n" +
+	"\achanges\x18\x03 \x03(\v2\x17.kvr.v1.OwnershipChangeR\achanges\x12%\n" +
+	"\x0esessions_bound\x18\x04 \x03(\x06R\rsessionsBound\x12)\n" +
+	"\x10sessions_unbound\x18\x05 \x03(\x06R\x0fsessionsUnbound\"\x8d\x01\n" +
 	"\x15OwnershipWatchMessage\x12<\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x1e.kvr.v1.OwnershipSnapshotChunkH\x00R\bsnapshot\x12.\n" +
 	"\x05batch\x18\x02 \x01(\v2\x16.kvr.v1.OwnershipBatchH\x00R\x05batchB\x06\n" +

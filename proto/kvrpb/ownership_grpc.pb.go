@@ -18,6 +18,19 @@
 // Entries that change no ownership produce no batch, so indexes are
 // increasing but not consecutive.
 //
+// Sessions. The stream also carries the DC's authoritative session
+// bindings, as 64-bit hashes of their binding keys (kvrpb.SessionKeyHash:
+// XXH3-64 of the key's UTF-8 bytes with seed SessionKeyHashSeed). A
+// snapshot's chunks list every bound key's hash in sessions; a batch lists
+// the keys the entry bound (absent before, present after) in
+// sessions_bound and those it unbound (unbind, expiry, engine
+// invalidation) in sessions_unbound. The two lists of one batch are
+// disjoint, so their order does not matter. A binding that moves to
+// another engine or version stays bound and is not listed. "Changed
+// ownership" above includes these: an entry that only binds a session
+// produces a batch with no changes. Watchers that predate these fields
+// ignore them (proto3 unknown fields) and see such batches as empty.
+//
 // Errors end the stream with a gRPC status:
 //   OUT_OF_RANGE  the watcher fell out of the node's ring (it consumed too
 //                 slowly, or the node restored a raft snapshot): resubscribe

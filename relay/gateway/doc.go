@@ -76,11 +76,42 @@
 //     are served away from the gateway that first saw them, one WAN round
 //     trip per request.
 //   - Lookups. The local binding (GET /v1/sessions/{id} on a local node)
-//     and the remote one (SessionLocator; HTTPLocator asks the peers'
-//     home endpoints, caching positive answers for 2 s and negative ones
-//     for 1 s) run in parallel. Caching "bound nowhere else" is safe
-//     because only the home binds a session bound nowhere. A failed lookup
-//     counts as "not bound there".
+//     and the remote one (SessionLocator) run in parallel. Each DC's relay
+//     publishes a session summary beside its block summaries: a cuckoo
+//     filter of the hashes of the session keys its router cluster has
+//     bound (producer.SessionDomain, fed from the cluster's Ownership.Watch
+//     stream), which the other relays mirror in a lane like any pool's.
+//     SummaryLocator queries each remote DC's session lane with the
+//     session's hash as a one-block prefix: a DC whose lane is ready, no
+//     staler than MaxStaleness and says absent is not asked; a DC whose
+//     lane says probably present, or whose lane is missing, not ready or
+//     stale, is asked by the authoritative lookup (Confirmer; HTTPLocator
+//     asks the DC's home endpoint, GET /v1/sessions/{id}/home). Answers
+//     that took a lookup are cached, positive for 2 s and negative for
+//     1 s; a bound session thus costs one confirming WAN lookup per 2 s,
+//     and a new one, once the lanes are fresh, none. Caching or trusting
+//     "bound nowhere else" is safe because only the home binds a session
+//     bound nowhere. A failed lookup counts as "not bound there".
+//     kvrouter_gateway_session_lookups_total counts, per remote DC
+//     considered, skipped, confirmed, false_positive, unsummarised and
+//     failed lookups.
+//   - Summaries and the rule. A summary only decides whom to ask; the
+//     answer that places a request is a lookup or the home rule. "Present"
+//     is always confirmed, so a filter false positive, or a binding that
+//     has just ended, costs one lookup (false_positive) and nothing else.
+//     "Absent" is trusted, and it can be wrong only for a binding newer
+//     than the lane (the summary's change-to-visible time, well under
+//     MaxStaleness while the lane is fresh). By the rule such a binding is
+//     the home's, since only the home binds a session bound nowhere, and a
+//     session believed bound nowhere goes to its home: the request lands
+//     where the binding is, as with the negative cache. So summary
+//     staleness costs lookups, never correctness, and the race of two
+//     gateways on a new session is settled exactly as above: both find it
+//     absent (in the summaries or by lookup), both send it to its home,
+//     and the home's compare-and-set binds it once. The exceptions below
+//     (a binding outside its home) are found as soon as the owner's
+//     summary shows them, and until then by their old positive answers or
+//     by the two-bindings rule.
 //   - Exceptions, all settled by the two-bindings rule above. A session
 //     can be bound outside its home only when the DC set changed (the old
 //     binding is found and kept: the cache is there) or when
@@ -117,8 +148,9 @@
 // RemoteIndex and SessionLocator must be safe for concurrent use. Serve
 // owns the HTTP server and the health-poll goroutine and returns after
 // both stop; Run is the poll alone for callers with their own server.
-// HTTPLocator starts one goroutine per remote per lookup and waits for all
-// of them, each bounded by ControlTimeout.
+// HTTPLocator starts one goroutine per remote per lookup, and
+// SummaryLocator one per DC it has to ask; both wait for all of them,
+// each bounded by ControlTimeout.
 //
 // # Explain
 //

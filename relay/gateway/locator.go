@@ -42,17 +42,64 @@ type HomeAnswer struct {
 
 // HTTPLocator is a SessionLocator that asks every remote gateway's
 // /v1/sessions/{id}/home in parallel and caches the answer. When several
-// DCs answer bound, the one Homes ranks first wins. It is safe for
-// concurrent use.
+// DCs answer bound, the one Homes ranks first wins. It is also the
+// Confirmer of a SummaryLocator, asking one DC. It is safe for concurrent
+// use.
 type HTTPLocator struct {
-	remotes        []Remote
-	homes          Homes
-	client         *http.Client
+	remotes []Remote
+	homes   Homes
+	client  *http.Client
+	cache   *locCache
+}
+
+var (
+	_ SessionLocator = (*HTTPLocator)(nil)
+	_ Confirmer      = (*HTTPLocator)(nil)
+)
+
+// NewHTTPLocator returns a locator over remotes; homes must rank the
+// same DCs as the gateways' (NewHomes of every DC name). Zero TTLs take
+// the defaults; client nil uses http.DefaultClient.
+func NewHTTPLocator(remotes []Remote, homes Homes, client *http.Client, now func() time.Time, posTTL, negTTL time.Duration) *HTTPLocator {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &HTTPLocator{remotes: remotes, homes: homes, client: client, cache: newLocCache(now, posTTL, negTTL)}
+}
+
+// Locate returns the other DC the session is bound in, from the cache or
+// from the remote gateways. An error means no remote answered bound and
+// at least one did not answer; errors are not cached.
+func (l *HTTPLocator) Locate(ctx context.Context, session string) (string, bool, error) {
+	if dc, ok, hit := l.cache.get(session); hit {
+		return dc, ok, nil
+	}
+	dc, ok, err := l.ask(ctx, session)
+	if err == nil || ok {
+		l.cache.put(session, dc, ok)
+	}
+	return dc, ok, err
+}
+
+// Confirm implements Confirmer: it asks dc's gateway alone, uncached.
+func (l *HTTPLocator) Confirm(ctx context.Context, dc, session string) (bool, error) {
+	for _, r := range l.remotes {
+		if r.DC == dc {
+			return l.askOne(ctx, r, session)
+		}
+	}
+	return false, fmt.Errorf("%w: dc %s is not a remote", ErrLocate, dc)
+}
+
+// locCache caches lookup answers: "bound in dc" for posTTL, "bound in no
+// other DC" for negTTL. It is cleared when it holds maxEntries. It is safe
+// for concurrent use.
+type locCache struct {
 	now            func() time.Time
 	posTTL, negTTL time.Duration
 	maxEntries     int
 	mu             sync.Mutex
-	cache          map[string]located
+	m              map[string]located
 }
 
 // located is a cached answer.
@@ -62,62 +109,40 @@ type located struct {
 	expires time.Time
 }
 
-var _ SessionLocator = (*HTTPLocator)(nil)
-
-// NewHTTPLocator returns a locator over remotes; homes must rank the
-// same DCs as the gateways' (NewHomes of every DC name). Zero TTLs take
-// the defaults; client nil uses http.DefaultClient.
-func NewHTTPLocator(remotes []Remote, homes Homes, client *http.Client, now func() time.Time, posTTL, negTTL time.Duration) *HTTPLocator {
-	if client == nil {
-		client = http.DefaultClient
-	}
+// newLocCache returns an empty cache; zero TTLs take the defaults.
+func newLocCache(now func() time.Time, posTTL, negTTL time.Duration) *locCache {
 	if posTTL == 0 {
 		posTTL = DefaultPositiveTTL
 	}
 	if negTTL == 0 {
 		negTTL = DefaultNegativeTTL
 	}
-	return &HTTPLocator{remotes: remotes, homes: homes, client: client, now: now,
-		posTTL: posTTL, negTTL: negTTL, maxEntries: DefaultMaxCacheEntries, cache: map[string]located{}}
+	return &locCache{now: now, posTTL: posTTL, negTTL: negTTL, maxEntries: DefaultMaxCacheEntries, m: map[string]located{}}
 }
 
-// Locate returns the other DC the session is bound in, from the cache or
-// from the remote gateways. An error means no remote answered bound and
-// at least one did not answer; errors are not cached.
-func (l *HTTPLocator) Locate(ctx context.Context, session string) (string, bool, error) {
-	if dc, ok, hit := l.cached(session); hit {
-		return dc, ok, nil
-	}
-	dc, ok, err := l.ask(ctx, session)
-	if err == nil || ok {
-		l.store(session, dc, ok)
-	}
-	return dc, ok, err
-}
-
-// cached returns a live cache entry.
-func (l *HTTPLocator) cached(session string) (string, bool, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, hit := l.cache[session]
-	if !hit || !l.now().Before(e.expires) {
+// get returns a live cache entry.
+func (c *locCache) get(session string) (string, bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, hit := c.m[session]
+	if !hit || !c.now().Before(e.expires) {
 		return "", false, false
 	}
 	return e.dc, e.ok, true
 }
 
-// store caches an answer, clearing the cache when it is full.
-func (l *HTTPLocator) store(session, dc string, ok bool) {
-	ttl := l.negTTL
+// put caches an answer, clearing the cache when it is full.
+func (c *locCache) put(session, dc string, ok bool) {
+	ttl := c.negTTL
 	if ok {
-		ttl = l.posTTL
+		ttl = c.posTTL
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.cache) >= l.maxEntries {
-		clear(l.cache)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.maxEntries {
+		clear(c.m)
 	}
-	l.cache[session] = located{dc: dc, ok: ok, expires: l.now().Add(ttl)}
+	c.m[session] = located{dc: dc, ok: ok, expires: c.now().Add(ttl)}
 }
 
 // ask queries every remote gateway in parallel.

@@ -50,6 +50,11 @@ type Metrics struct {
 	// NodeRetries counts requests sent to another router node after one
 	// refused the connection.
 	NodeRetries prometheus.Counter
+	// SessionLookups counts, per remote DC considered by a
+	// SummaryLocator, whether its session summary saved the WAN lookup
+	// (skipped) or how the lookup it called for ended (confirmed,
+	// false_positive, unsummarised, failed).
+	SessionLookups *prometheus.CounterVec
 }
 
 // NewMetrics registers the gateway's metrics on a fresh registry.
@@ -66,8 +71,15 @@ func NewMetrics() *Metrics {
 			Help: "Session requests by how their DC was found."}, []string{"how"}),
 		NodeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_gateway_node_retries_total",
 			Help: "Requests retried on another router node after a refused connection."}),
+		SessionLookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_session_lookups_total",
+			Help: "Remote DCs considered for a session binding: skipped (the DC's fresh session summary says absent), " +
+				"confirmed, false_positive (summary said present, the DC said not bound), unsummarised (no fresh summary), failed."},
+			[]string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.RemoteDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries)
+	m.Registry.MustRegister(m.Requests, m.RemoteDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	for _, o := range []string{LookupSkipped, LookupConfirmed, LookupFalsePositive, LookupUnsummarised, LookupFailed} {
+		m.SessionLookups.WithLabelValues(o)
+	}
 	for _, d := range []string{DecisionLocal, DecisionRemote, DecisionForwardedIn, DecisionFallback, DecisionRejected} {
 		m.Requests.WithLabelValues(d)
 	}

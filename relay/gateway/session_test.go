@@ -157,7 +157,7 @@ func TestLocatorErrorIsNotCached(t *testing.T) {
 	if _, _, err := loc.Locate(context.Background(), "s"); err == nil {
 		t.Fatal("unreachable peer gave no error")
 	}
-	if _, _, hit := loc.cached("s"); hit {
+	if _, _, hit := loc.cache.get("s"); hit {
 		t.Fatal("an error was cached")
 	}
 }

@@ -58,6 +58,22 @@ type Batch struct {
 	// (the raft log index for the FSM stream). Zero skips the check.
 	Index   uint64
 	Changes []Change
+	// Replace says that Changes (Stored changes only) are the pool's
+	// whole ownership at Index, as after a source resync: the producer
+	// applies only the difference between what it holds and them
+	// (replace.go), so an unchanged pool publishes nothing.
+	Replace bool
+	// Sessions are the DC's session binding changes of the same source
+	// entry (Stored and Removed of SessionOwner, in SessionHash hashes).
+	// Apply ignores them: a DC-wide feed carries them to the session
+	// pool's producer through SessionBatch.
+	Sessions []Change
+}
+
+// SessionBatch returns the batch the session pool's producer applies for
+// b: its session changes, at the same index, replacing when b replaces.
+func (b Batch) SessionBatch() Batch {
+	return Batch{Index: b.Index, Changes: b.Sessions, Replace: b.Replace}
 }
 
 // Source delivers ordered change batches. Next blocks until a batch is
@@ -72,6 +88,9 @@ func (b Batch) validate() error {
 	for k, c := range b.Changes {
 		if c.Kind < Stored || c.Kind > WorkerRemoved {
 			return fmt.Errorf("%w: change %d has kind %v", ErrInvalidChange, k, c.Kind)
+		}
+		if b.Replace && c.Kind != Stored {
+			return fmt.Errorf("%w: change %d of a replacing batch has kind %v", ErrInvalidChange, k, c.Kind)
 		}
 	}
 	return nil

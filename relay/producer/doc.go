@@ -18,6 +18,24 @@
 // batch boundary is a complete-command boundary, the only place where a
 // publication may cut. Tests and benchmarks feed batches directly.
 //
+// A replacing batch (Batch.Replace) carries the pool's whole ownership
+// after a source resync; the producer applies only its difference from
+// what it holds (replace.go), so a resync to an unchanged pool publishes no
+// delta and keeps seq where it was (BenchmarkResyncIdentical: 0 bytes
+// against about 43 KB of bucket images for deleting and re-storing 32,768
+// blocks).
+//
+// # Session summary
+//
+// A DC's session bindings are published as one more pool in the reserved
+// SessionDomain (model "", block size 1, hash scheme "session-key-v1",
+// seed kvrpb.SessionKeyHashSeed): entries are SessionHash of the binding
+// keys, all held by SessionOwner, fed from Batch.Sessions through
+// SessionBatch. It is an ordinary Producer, so the publication protocol
+// and the consumers serve and mirror it like a block pool, and a lane
+// query with a session's hash as a one-block prefix answers "probably
+// bound there" (depth 1) or "not bound there" (depth 0). See session.go.
+//
 // # Guarantees
 //
 //   - Exact membership: each rank holds a block at most once; a block's
@@ -54,7 +72,8 @@
 // # What it refuses to do
 //
 // It publishes cuckoo filters only (Bloom filters have no deltas), refuses
-// a batch with an invalid change or a non-increasing index as a whole, and
+// a batch with an invalid change (a replacing batch holds Stored changes
+// only) or a non-increasing index as a whole, and
 // does no I/O and reads no clock: heartbeats happen when the owner calls
 // Beat with its clock reading.
 //

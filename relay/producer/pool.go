@@ -38,11 +38,15 @@ func (p PoolID) String() string {
 	return fmt.Sprintf("%s/%s/%d/%s/%#x", p.DC, p.Model, p.BlockSize, p.HashScheme, p.HashSeed)
 }
 
-// Validate reports a malformed identity, wrapped in ErrInvalidPool.
+// Validate reports a malformed identity, wrapped in ErrInvalidPool. The
+// empty model is the session summary's (SessionDomain) and valid only
+// with its hash scheme.
 func (p PoolID) Validate() error {
 	switch {
 	case p.DC == "" || len(p.DC) > maxNameLen || strings.ContainsAny(p.DC, "/\x00"):
 		return fmt.Errorf("%w: dc %q", ErrInvalidPool, p.DC)
+	case p.Model == "" && p.Domain == SessionDomain:
+		return nil
 	case p.Model == "" || len(p.Model) > maxNameLen:
 		return fmt.Errorf("%w: model %q", ErrInvalidPool, p.Model)
 	case p.BlockSize == 0:

@@ -97,7 +97,8 @@ func (p *Producer) Run(ctx context.Context, src Source) error {
 }
 
 // Apply applies one batch and publishes the buckets it changed as one delta
-// (no delta when no bucket changed). A batch with an invalid change or a
+// (no delta when no bucket changed). A replacing batch (Batch.Replace)
+// applies only its difference from the held ownership. A batch with an invalid change or a
 // stale index is refused whole. Filter capacity problems never fail a
 // batch: the producer grows the filter, which starts a new epoch.
 func (p *Producer) Apply(b Batch) error {
@@ -115,10 +116,18 @@ func (p *Producer) Apply(b Batch) error {
 		}
 		p.lastIndex = b.Index
 	}
-	for _, c := range b.Changes {
-		p.applyChange(c)
+	if b.Replace {
+		dropped, added := p.replaceAll(b.Changes)
+		p.stats.Replaces++
+		p.stats.ReplaceDropped += uint64(dropped)
+		p.stats.ReplaceStored += uint64(added)
+		p.stats.Events += uint64(dropped + added)
+	} else {
+		for _, c := range b.Changes {
+			p.applyChange(c)
+		}
+		p.stats.Events += uint64(b.events())
 	}
-	p.stats.Events += uint64(b.events())
 	if p.needsGrowth() {
 		return p.rebuild(2 * max(p.refs.Capacity(), p.refs.Len()))
 	}

@@ -28,6 +28,10 @@ type Stats struct {
 	Deltas, DeltaImages, DeltaBytes uint64
 	// Snapshots and SnapshotBytes count subscriptions served.
 	Snapshots, SnapshotBytes uint64
+	// Replaces counts replacing batches; ReplaceDropped and ReplaceStored
+	// count the (rank, block) pairs they dropped and stored, their
+	// difference from what was held.
+	Replaces, ReplaceDropped, ReplaceStored uint64
 	// Heartbeats, Lagged, Resyncs and Rebuilds count those events.
 	Heartbeats, Lagged, Resyncs, Rebuilds uint64
 }

@@ -11,17 +11,23 @@
 //     by pool (an engine's model comes from its card, which the relay
 //     follows on the DC's NATS without KV events) and applied whole.
 //     Pool loads, from the engines' heartbeats, ride on the summaries'
-//     heartbeats.
+//     heartbeats. A snapshot of the stream reaches every pool as a
+//     replacing batch, applied as a difference. One more producer, the
+//     DC's session summary (producer.SessionDomain), holds the hashes of
+//     the session keys the router cluster has bound, from the same
+//     stream.
 //   - Publication: a publish.Server on PublishAddr serves every pool's
 //     summary to the other DCs' relays.
 //   - Following: a consumer.Consumer subscribes to every peer's summary of
-//     every pool.
+//     every pool and to its session summary.
 //   - Gateway: a gateway.Gateway on GatewayAddr is the DC's OpenAI
 //     ingress; it measures the local prefix exactly (the producers'
 //     reference-counted sets), the remote ones from the lanes, and
 //     forwards to a peer's gateway at most once, or serves through the
 //     DC's router nodes. Sessions are placed by their home DC and located
-//     across DCs over HTTP (see relay/gateway).
+//     across DCs by a gateway.SummaryLocator: the peers' session lanes say
+//     whom to ask, and the peer's gateway confirms over HTTP (see
+//     relay/gateway, Sessions).
 //
 // What it refuses to do: it keeps no durable state (everything is rebuilt
 // from the stream and the peers after a restart), joins no raft group, and

@@ -20,7 +20,10 @@ import (
 // it is counted (Unmapped) and dropped, and the next snapshot of the
 // stream (a reconnect, or the node's ring overrun) repairs the summary.
 // Removals of unknown engines go to every pool, where removing what a
-// pool does not hold is a counted no-op.
+// pool does not hold is a counted no-op. A snapshot arrives as a replacing
+// batch, which every pool gets (its part may be empty: the pool then holds
+// nothing) and applies as a difference. Session changes go to the session
+// summary.
 func (r *Relay) feed(ctx context.Context, reg *eventplane.Registry) {
 	for {
 		b, err := r.src.Next(ctx)
@@ -30,12 +33,29 @@ func (r *Relay) feed(ctx context.Context, reg *eventplane.Registry) {
 			}
 			return
 		}
-		for model, changes := range r.split(reg, b.Changes) {
-			p := r.producers[model]
-			if err := p.Apply(producer.Batch{Index: b.Index, Changes: changes}); err != nil {
+		parts := r.split(reg, b.Changes)
+		for model, p := range r.producers {
+			changes, ok := parts[model]
+			if !ok && !b.Replace {
+				continue
+			}
+			if err := p.Apply(producer.Batch{Index: b.Index, Changes: changes, Replace: b.Replace}); err != nil {
 				r.log.Warn("summary refused a batch", "model", model, "index", b.Index, "err", err)
 			}
 		}
+		r.feedSessions(b)
+	}
+}
+
+// feedSessions applies a batch's session changes to the session summary;
+// a replacing batch is applied even without any, since it then says that
+// no session is bound.
+func (r *Relay) feedSessions(b producer.Batch) {
+	if len(b.Sessions) == 0 && !b.Replace {
+		return
+	}
+	if err := r.sessions.Apply(b.SessionBatch()); err != nil {
+		r.log.Warn("session summary refused a batch", "index", b.Index, "err", err)
 	}
 }
 

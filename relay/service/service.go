@@ -40,6 +40,11 @@ var (
 // subscriber).
 const DefaultSummaryCapacity = 1 << 20
 
+// DefaultSessionCapacity is the sessions the DC's session summary holds
+// before it grows: 65,536 bound sessions in a 128 KiB cuckoo filter,
+// doubled (a new epoch, one snapshot per subscriber) when it fills.
+const DefaultSessionCapacity = 1 << 16
+
 // Peer is another DC's relay: where it publishes its summaries and where
 // its gateway takes forwarded requests, and the WAN round trip to it.
 type Peer struct {
@@ -124,10 +129,12 @@ type Relay struct {
 	cfg       Config
 	log       *slog.Logger
 	producers map[string]*producer.Producer // by model
-	pub       *publish.Server
-	cons      *consumer.Consumer
-	gw        *gateway.Gateway
-	src       *source.Source
+	// sessions is the DC's session summary (producer.SessionDomain).
+	sessions *producer.Producer
+	pub      *publish.Server
+	cons     *consumer.Consumer
+	gw       *gateway.Gateway
+	src      *source.Source
 
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
@@ -168,13 +175,19 @@ func New(cfg Config) (*Relay, error) {
 		}
 		r.producers[p.Model] = pr
 	}
+	scfg := cfg.Producer
+	scfg.Filter.Capacity = DefaultSessionCapacity
 	var err error
+	if r.sessions, err = producer.New(producer.SessionPool(cfg.DC), scfg, rng); err != nil {
+		return nil, fmt.Errorf("%w: session summary: %w", ErrConfig, err)
+	}
 	if r.pub, err = publish.NewServer(publish.ServerConfig{}); err != nil {
 		return nil, err
 	}
 	for _, pr := range r.producers {
 		r.pub.Register(pr)
 	}
+	r.pub.Register(r.sessions)
 	if r.cons, err = consumer.New(consumer.Config{SubscriberID: cfg.Name, Now: time.Now}); err != nil {
 		return nil, err
 	}
@@ -205,13 +218,19 @@ func (r *Relay) buildGateway() error {
 		local[m] = p
 	}
 	homes := gateway.NewHomes(dcs...)
+	loc, err := gateway.NewSummaryLocator(gateway.SummaryLocatorConfig{Remotes: remotes, Homes: homes, Index: r.cons,
+		Confirm: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), MaxStaleness: cfg.Policy.MaxStaleness,
+		Now: time.Now})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
-		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons,
-		Sessions: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), LocalLoad: r.localLoad,
+		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons, Sessions: loc, LocalLoad: r.localLoad,
 		Now: time.Now, Log: r.log})
 	if err != nil {
 		return err
 	}
+	loc.SetMetrics(gw.Metrics())
 	r.gw = gw
 	return nil
 }
@@ -232,6 +251,9 @@ func (r *Relay) Gateway() *gateway.Gateway { return r.gw }
 
 // Producer returns the summary producer of model's pool.
 func (r *Relay) Producer(model string) *producer.Producer { return r.producers[model] }
+
+// Sessions returns the DC's session summary producer.
+func (r *Relay) Sessions() *producer.Producer { return r.sessions }
 
 // Consumer returns the relay's view of the peers' summaries.
 func (r *Relay) Consumer() *consumer.Consumer { return r.cons }
@@ -301,6 +323,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	for _, p := range r.producers {
 		p.Close()
 	}
+	r.sessions.Close()
 	wg.Wait()
 	for _, c := range conns {
 		_ = c.Close()
@@ -330,7 +353,8 @@ func (r *Relay) openRegistry(ctx context.Context) (*eventplane.Plane, func(), er
 	return plane, bus.Close, nil
 }
 
-// addLanes subscribes to every peer's summary of every pool.
+// addLanes subscribes to every peer's summary of every pool and to its
+// session summary.
 func (r *Relay) addLanes() ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for _, p := range r.cfg.Peers {
@@ -343,6 +367,11 @@ func (r *Relay) addLanes() ([]*grpc.ClientConn, error) {
 			if _, err := r.cons.AddLane(poolID(p.DC, pool), kvrpb.NewRelayClient(cc)); err != nil {
 				return conns, err
 			}
+		}
+		// A peer that publishes no session summary leaves this lane
+		// without a snapshot; its sessions are then always looked up.
+		if _, err := r.cons.AddLane(producer.SessionPool(p.DC), kvrpb.NewRelayClient(cc)); err != nil {
+			return conns, err
 		}
 	}
 	return conns, nil

@@ -15,6 +15,8 @@ type snapshotBuf struct {
 	index uint64
 	next  uint32
 	ranks map[routing.Worker][]routing.SeqHash
+	// sessions are the bound sessions' key hashes.
+	sessions []uint64
 }
 
 // handle checks one message against the stream's order and converts it.
@@ -37,9 +39,10 @@ func (s *Source) handle(msg *kvrpb.OwnershipWatchMessage) (b producer.Batch, ok 
 	return b, err == nil, err
 }
 
-// batch converts a wire batch and tracks the engines it stores for.
+// batch converts a wire batch, its session lists included.
 func (s *Source) batch(wb *kvrpb.OwnershipBatch) (producer.Batch, error) {
-	out := producer.Batch{Index: wb.Index, Changes: make([]producer.Change, len(wb.Changes))}
+	out := producer.Batch{Index: wb.Index, Changes: make([]producer.Change, len(wb.Changes)),
+		Sessions: sessionChanges(wb.SessionsBound, wb.SessionsUnbound)}
 	for i, c := range wb.Changes {
 		kind, ok := kinds[c.Kind]
 		if !ok {
@@ -47,14 +50,22 @@ func (s *Source) batch(wb *kvrpb.OwnershipBatch) (producer.Batch, error) {
 		}
 		w := routing.Worker{ID: routing.WorkerID(c.EngineId), Rank: c.Rank}
 		out.Changes[i] = producer.Change{Kind: kind, Worker: w, Hashes: seqs(c.Hashes)}
-		switch kind {
-		case producer.Stored:
-			s.known[w.ID] = struct{}{}
-		case producer.WorkerRemoved:
-			delete(s.known, w.ID)
-		}
 	}
 	return out, nil
+}
+
+// sessionChanges converts a batch's session lists to changes of
+// producer.SessionOwner: the unbound first, then the bound (the lists are
+// disjoint, so the order does not matter).
+func sessionChanges(bound, unbound []uint64) []producer.Change {
+	var out []producer.Change
+	if len(unbound) > 0 {
+		out = append(out, producer.Change{Kind: producer.Removed, Worker: producer.SessionOwner, Hashes: seqs(unbound)})
+	}
+	if len(bound) > 0 {
+		out = append(out, producer.Change{Kind: producer.Stored, Worker: producer.SessionOwner, Hashes: seqs(bound)})
+	}
+	return out
 }
 
 // kinds maps wire change kinds to the producer's.
@@ -81,6 +92,7 @@ func (s *Source) chunk(c *kvrpb.OwnershipSnapshotChunk, pos uint64) (producer.Ba
 		w := routing.Worker{ID: routing.WorkerID(r.EngineId), Rank: r.Rank}
 		s.snap.ranks[w] = append(s.snap.ranks[w], seqs(r.Hashes)...)
 	}
+	s.snap.sessions = append(s.snap.sessions, c.Sessions...)
 	if !c.Last {
 		return producer.Batch{}, false, nil
 	}
@@ -90,20 +102,19 @@ func (s *Source) chunk(c *kvrpb.OwnershipSnapshotChunk, pos uint64) (producer.Ba
 	return b, true, nil
 }
 
-// reset builds the batch that takes the producer from whatever this Source
-// delivered before to exactly the snapshot: every engine it knows is
-// removed, then every snapshot row is stored. Both parts are sorted, so
-// the batch is deterministic.
+// reset builds the replacing batch of a snapshot: every snapshot row
+// stored, sorted by rank so that the batch is deterministic, and every
+// bound session stored by producer.SessionOwner. The producer applies only
+// its difference from what it holds (producer.Batch.Replace), so a resync
+// to an unchanged state publishes nothing.
 func (s *Source) reset(snap *snapshotBuf) producer.Batch {
-	b := producer.Batch{Index: snap.index}
-	for _, id := range slices.Sorted(maps.Keys(s.known)) {
-		b.Changes = append(b.Changes, producer.Change{Kind: producer.WorkerRemoved, Worker: routing.Worker{ID: id}})
-	}
-	clear(s.known)
+	b := producer.Batch{Index: snap.index, Replace: true}
 	ranks := slices.SortedFunc(maps.Keys(snap.ranks), routing.Worker.Compare)
 	for _, w := range ranks {
 		b.Changes = append(b.Changes, producer.Change{Kind: producer.Stored, Worker: w, Hashes: snap.ranks[w]})
-		s.known[w.ID] = struct{}{}
+	}
+	if len(snap.sessions) > 0 {
+		b.Sessions = []producer.Change{{Kind: producer.Stored, Worker: producer.SessionOwner, Hashes: seqs(snap.sessions)}}
 	}
 	return b
 }

@@ -28,14 +28,17 @@
 //     delivered. A node whose ring no longer covers that index answers
 //     with a snapshot; so does a stream that ended with OUT_OF_RANGE (the
 //     watcher fell out of the node's ring), which is resubscribed at once.
-//   - A snapshot becomes one Batch, indexed at the snapshot's applied
-//     index, that starts the producer from scratch: WorkerRemoved for
-//     every engine this Source has delivered a stored block of since the
-//     last snapshot, then Stored for every snapshot row. The producer
-//     applies a batch whole, so its summary never publishes the state
-//     between the removals and the stores. The producer has no "reset
-//     all" change; this is the closest equivalent, and it is exact as
-//     long as this Source is the producer's only feed.
+//   - A snapshot becomes one replacing Batch (producer.Batch.Replace),
+//     indexed at the snapshot's applied index, holding a Stored change for
+//     every snapshot row and the bound sessions in Batch.Sessions. The
+//     producer applies only its difference from what it holds, so a resync
+//     to an unchanged DC publishes nothing, and nothing in between is ever
+//     published.
+//   - Sessions: each batch's session lists (the keys the entry bound and
+//     unbound, as kvrpb.SessionKeyHash) become Batch.Sessions, Removed and
+//     Stored changes of producer.SessionOwner, for the DC's session
+//     summary (producer.SessionBatch). An entry that changed only sessions
+//     is a batch with no block changes.
 //   - Snapshot chunks are collected whole before the batch is returned; a
 //     stream that breaks mid-snapshot is resumed from the last delivered
 //     index and the partial snapshot is dropped.

@@ -101,6 +101,18 @@ func change(kind producer.ChangeKind, id routing.WorkerID, rank uint32, hs ...ro
 	return producer.Change{Kind: kind, Worker: routing.Worker{ID: id, Rank: rank}, Hashes: hs}
 }
 
+// withSessions adds session lists to a batch message.
+func withSessions(m *kvrpb.OwnershipWatchMessage, bound, unbound []uint64) *kvrpb.OwnershipWatchMessage {
+	m.GetBatch().SessionsBound, m.GetBatch().SessionsUnbound = bound, unbound
+	return m
+}
+
+// chunkSessions adds bound sessions to a snapshot chunk message.
+func chunkSessions(m *kvrpb.OwnershipWatchMessage, hs ...uint64) *kvrpb.OwnershipWatchMessage {
+	m.GetSnapshot().Sessions = hs
+	return m
+}
+
 const (
 	kStored  = kvrpb.OwnershipChangeKind_OWNERSHIP_CHANGE_KIND_STORED
 	kRemoved = kvrpb.OwnershipChangeKind_OWNERSHIP_CHANGE_KIND_REMOVED
@@ -113,12 +125,13 @@ const (
 func TestSourceProtocol(t *testing.T) {
 	f := &fakeServer{scripts: []script{
 		{msgs: []*kvrpb.OwnershipWatchMessage{
-			wbatch(5, 0, wchange(kStored, 1, 0, 1, 2)),
-			wbatch(7, 5, wchange(kRemoved, 1, 0, 1)),
+			withSessions(wbatch(5, 0, wchange(kStored, 1, 0, 1, 2)), []uint64{100, 101}, nil),
+			withSessions(wbatch(6, 5), nil, []uint64{100}), // a session-only entry
+			wbatch(7, 6, wchange(kRemoved, 1, 0, 1)),
 		}, err: status.Error(codes.OutOfRange, "overrun")},
 		{msgs: []*kvrpb.OwnershipWatchMessage{
-			wchunk(9, 0, false, &kvrpb.OwnershipRank{EngineId: 2, Hashes: []uint64{3}}),
-			wchunk(9, 1, true, &kvrpb.OwnershipRank{EngineId: 2, Hashes: []uint64{4}}, &kvrpb.OwnershipRank{EngineId: 3, Rank: 1, Hashes: []uint64{5}}),
+			chunkSessions(wchunk(9, 0, false, &kvrpb.OwnershipRank{EngineId: 2, Hashes: []uint64{3}}), 200),
+			chunkSessions(wchunk(9, 1, true, &kvrpb.OwnershipRank{EngineId: 2, Hashes: []uint64{4}}, &kvrpb.OwnershipRank{EngineId: 3, Rank: 1, Hashes: []uint64{5}}), 201),
 			wbatch(10, 9, wchange(kStored, 3, 1, 6)),
 			wbatch(12, 11, wchange(kStored, 3, 1, 7)), // a gap: prev 11 is past 10
 		}},
@@ -126,11 +139,13 @@ func TestSourceProtocol(t *testing.T) {
 	}}
 	src := serveFakes(t, f)
 	want := []producer.Batch{
-		{Index: 5, Changes: []producer.Change{change(producer.Stored, 1, 0, 1, 2)}},
+		{Index: 5, Changes: []producer.Change{change(producer.Stored, 1, 0, 1, 2)},
+			Sessions: []producer.Change{change(producer.Stored, 0, 0, 100, 101)}},
+		{Index: 6, Changes: []producer.Change{}, Sessions: []producer.Change{change(producer.Removed, 0, 0, 100)}},
 		{Index: 7, Changes: []producer.Change{change(producer.Removed, 1, 0, 1)}},
-		{Index: 9, Changes: []producer.Change{
-			change(producer.WorkerRemoved, 1, 0), change(producer.Stored, 2, 0, 3, 4), change(producer.Stored, 3, 1, 5),
-		}},
+		{Index: 9, Replace: true, Changes: []producer.Change{
+			change(producer.Stored, 2, 0, 3, 4), change(producer.Stored, 3, 1, 5),
+		}, Sessions: []producer.Change{change(producer.Stored, 0, 0, 200, 201)}},
 		{Index: 10, Changes: []producer.Change{change(producer.Stored, 3, 1, 6)}},
 		{Index: 12, Changes: []producer.Change{change(producer.RankCleared, 3, 1)}},
 	}
@@ -152,7 +167,7 @@ func TestSourceProtocol(t *testing.T) {
 		t.Fatalf("from indexes %v, want [0 7 10]", froms)
 	}
 	st := src.Stats()
-	if st.Overruns != 1 || st.Gaps != 1 || st.Snapshots != 1 || st.Batches != 5 || st.Index != 12 {
+	if st.Overruns != 1 || st.Gaps != 1 || st.Snapshots != 1 || st.Batches != 6 || st.Index != 12 {
 		t.Fatalf("stats %+v", st)
 	}
 }

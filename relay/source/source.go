@@ -14,7 +14,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/producer"
-	"github.com/kvrouter/kvrouter/routing"
 )
 
 // Source is a producer.Source over the Ownership.Watch streams of a DC's
@@ -29,7 +28,6 @@ type Source struct {
 	stream  grpc.ServerStreamingClient[kvrpb.OwnershipWatchMessage]
 	cancel  context.CancelFunc
 	snap    *snapshotBuf
-	known   map[routing.WorkerID]struct{}
 
 	// base is the parent of every stream's context; Close cancels it.
 	base     context.Context
@@ -66,7 +64,7 @@ func New(cfg Config, rng *rand.Rand) (*Source, error) {
 		return nil, fmt.Errorf("%w: nil rand", ErrConfig)
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Source{cfg: cfg, rng: rng, backoff: cfg.MinBackoff, known: map[routing.WorkerID]struct{}{},
+	return &Source{cfg: cfg, rng: rng, backoff: cfg.MinBackoff,
 		base: base, stopBase: stop, conns: map[string]*grpc.ClientConn{}, done: make(chan struct{})}, nil
 }
 
