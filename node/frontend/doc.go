@@ -23,8 +23,9 @@
 // the messages' roles and text content are serialised ("role\ncontent\n"
 // per message, text parts concatenated) for text-hash routing unless
 // kvrouter.token_ids is given. Every other field is validated as JSON and
-// left alone. The parser accepts exactly the documents encoding/json
-// accepts (checked by the fuzz targets).
+// left alone. The parser (internal/oaiedge, shared with the DC gateway)
+// accepts exactly the documents encoding/json accepts (checked by its fuzz
+// targets).
 //
 // What is forwarded. The original body, byte for byte: the router owns no
 // request field today, so nothing is added or stripped (engines read
@@ -77,7 +78,7 @@
 //     net/http, whose connections (engineConn) also write a pooled body
 //     without the 32 KiB copy buffer it would otherwise allocate.
 //   - Token id arrays are parsed by an AVX2 kernel where the processor has
-//     one (tokens_amd64.s): 64 bytes are classified at a time and eight
+//     one (internal/oaiedge): 64 bytes are classified at a time and eight
 //     ids converted at once, about twice as fast as the portable
 //     comma-mask loop, which stays the reference and the path elsewhere.
 //     Parsing is still the largest part of the node's own work.

@@ -1,361 +1,63 @@
 package frontend
 
-import (
-	"encoding/json"
-	"errors"
-	"math"
-	"unicode/utf8"
-)
+import "github.com/kvrouter/kvrouter/internal/oaiedge"
 
-// errSyntax marks malformed JSON; the parsers turn it into a 400 naming no
-// parameter.
-var errSyntax = errors.New("malformed JSON")
-
-// errType marks a well-formed value of the wrong JSON type; the parsers
-// name the parameter.
-var errType = errors.New("wrong type")
-
-// scanner is a validating, allocation-light JSON reader over a request
-// body. It decodes only the values routing needs and skips (while
-// validating) the rest, so the cost of a large body is one pass over its
-// bytes. It accepts exactly what encoding/json accepts (the fuzz targets
-// check this), including invalid UTF-8 inside strings.
+// scanner adapts oaiedge.Scanner to the response inspection (observe.go),
+// which keeps its own cursor i over b. Each call hands the scanner the
+// cursor and takes it back, also around the callbacks of object and array,
+// so that nested calls share one cursor and one nesting depth.
 type scanner struct {
-	b     []byte
-	i     int
-	depth int
+	b []byte
+	i int
+	e oaiedge.Scanner
 }
 
-// ws skips JSON whitespace.
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
+// at points the scanner at the cursor.
+func (s *scanner) at() *oaiedge.Scanner {
+	s.e.Seek(s.b, s.i)
+	return &s.e
 }
 
-// peek returns the next non-space byte, or 0 at the end.
-func (s *scanner) peek() byte {
-	s.ws()
-	if s.i >= len(s.b) {
-		return 0
-	}
-	return s.b[s.i]
+// back takes the cursor back from the scanner and passes err on.
+func (s *scanner) back(err error) error {
+	s.i = s.e.Pos()
+	return err
 }
 
-// consume skips c if it is the next non-space byte.
-func (s *scanner) consume(c byte) bool {
-	if s.peek() == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// end checks that only whitespace remains.
-func (s *scanner) end() error {
-	if s.peek() != 0 || s.i != len(s.b) {
-		return errSyntax
-	}
-	return nil
-}
-
-// enter and leave track nesting against MaxJSONDepth.
-func (s *scanner) enter() error {
-	s.depth++
-	if s.depth > MaxJSONDepth {
-		return errSyntax
-	}
-	return nil
-}
-
-func (s *scanner) leave() { s.depth-- }
-
-// object iterates the members of the object at the cursor, calling f with
-// each key (escapes decoded) positioned at its value; f must consume the
-// value. A null value for the whole object is reported as errType by the
-// caller, not here.
+// object is oaiedge.Scanner.Object.
 func (s *scanner) object(f func(key []byte) error) error {
-	if !s.consume('{') {
-		return errType
-	}
-	if err := s.enter(); err != nil {
+	e := s.at()
+	return s.back(e.Object(func(key []byte) error {
+		s.i = e.Pos()
+		err := f(key)
+		s.at()
 		return err
-	}
-	defer s.leave()
-	if s.consume('}') {
-		return nil
-	}
-	for {
-		key, err := s.key()
-		if err != nil {
-			return err
-		}
-		if !s.consume(':') {
-			return errSyntax
-		}
-		if err := f(key); err != nil {
-			return err
-		}
-		if s.consume('}') {
-			return nil
-		}
-		if !s.consume(',') {
-			return errSyntax
-		}
-	}
+	}))
 }
 
-// array iterates the elements of the array at the cursor, calling f with
-// each element's index; f must consume the element.
+// array is oaiedge.Scanner.Array.
 func (s *scanner) array(f func(i int) error) error {
-	if !s.consume('[') {
-		return errType
-	}
-	if err := s.enter(); err != nil {
+	e := s.at()
+	return s.back(e.Array(func(i int) error {
+		s.i = e.Pos()
+		err := f(i)
+		s.at()
 		return err
-	}
-	defer s.leave()
-	if s.consume(']') {
-		return nil
-	}
-	for n := 0; ; n++ {
-		if err := f(n); err != nil {
-			return err
-		}
-		if s.consume(']') {
-			return nil
-		}
-		if !s.consume(',') {
-			return errSyntax
-		}
-	}
+	}))
 }
 
-// key reads an object key, decoding escapes only when there are any.
-func (s *scanner) key() ([]byte, error) {
-	if s.peek() != '"' {
-		return nil, errSyntax
-	}
-	raw, escaped, err := s.rawString()
-	if err != nil || !escaped {
-		return raw, err
-	}
-	str, err := unescape(raw)
-	return []byte(str), err
-}
+// skip is oaiedge.Scanner.Skip.
+func (s *scanner) skip() error { return s.back(s.at().Skip()) }
 
-// str reads a string value; errType if the value is another JSON type.
-func (s *scanner) str() (string, error) {
-	b, err := s.strBytes()
-	return string(b), err
-}
-
-// strBytes reads a string value as bytes, aliasing the body when the
-// string has no escapes (the common case, which then costs no copy).
-func (s *scanner) strBytes() ([]byte, error) {
-	if s.peek() != '"' {
-		return nil, s.wrongType()
-	}
-	raw, escaped, err := s.rawString()
-	if err != nil || (!escaped && utf8.Valid(raw)) {
-		return raw, err
-	}
-	str, err := unescape(raw)
-	return []byte(str), err
-}
-
-// rawString reads the string at the cursor and returns its bytes between
-// the quotes (escapes intact) and whether it contains escapes.
-func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
-	s.i++ // opening quote
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], escaped, nil
-		case c == '\\':
-			escaped = true
-			if err := s.escape(); err != nil {
-				return nil, false, err
-			}
-		case c < 0x20:
-			return nil, false, errSyntax
-		default:
-			s.i++
-		}
-	}
-	return nil, false, errSyntax
-}
-
-// escape validates the escape sequence at the cursor (a backslash).
-func (s *scanner) escape() error {
-	if s.i+1 >= len(s.b) {
-		return errSyntax
-	}
-	switch s.b[s.i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		s.i += 2
-		return nil
-	case 'u':
-		if s.i+6 > len(s.b) {
-			return errSyntax
-		}
-		for _, h := range s.b[s.i+2 : s.i+6] {
-			if !isHex(h) {
-				return errSyntax
-			}
-		}
-		s.i += 6
-		return nil
-	}
-	return errSyntax
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// unescape decodes a validated string body with escapes or invalid UTF-8.
-// It is the rare path, so it defers to encoding/json for exact surrogate
-// handling and the same U+FFFD replacement an engine would apply.
-func unescape(raw []byte) (string, error) {
-	q := make([]byte, 0, len(raw)+2)
-	q = append(append(append(q, '"'), raw...), '"')
-	var out string
-	if err := json.Unmarshal(q, &out); err != nil {
-		return "", errSyntax
-	}
-	return out, nil
-}
-
-// null consumes a JSON null if one is next.
+// null is oaiedge.Scanner.Null.
 func (s *scanner) null() bool {
-	if s.peek() == 'n' && s.literal("null") == nil {
-		return true
-	}
-	return false
+	ok := s.at().Null()
+	s.i = s.e.Pos()
+	return ok
 }
 
-// literal consumes the exact literal word.
-func (s *scanner) literal(word string) error {
-	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
-		return errSyntax
-	}
-	s.i += len(word)
-	return nil
-}
-
-// boolean reads true or false.
-func (s *scanner) boolean() (bool, error) {
-	switch s.peek() {
-	case 't':
-		return true, s.literal("true")
-	case 'f':
-		return false, s.literal("false")
-	}
-	return false, s.wrongType()
-}
-
-// wrongType skips the (well-formed) value at the cursor and reports
-// errType, or errSyntax if the value is malformed.
-func (s *scanner) wrongType() error {
-	if err := s.skip(); err != nil {
-		return err
-	}
-	return errType
-}
-
-// number validates the JSON number at the cursor and reports whether it
-// is a non-negative integer, with its value when that fits in a uint64.
-func (s *scanner) number() (v uint64, integer bool, err error) {
-	neg := s.i < len(s.b) && s.b[s.i] == '-'
-	if neg {
-		s.i++
-	}
-	v, digits, overflow := s.digits()
-	if digits == 0 || (digits > 1 && s.b[s.i-digits] == '0') {
-		return 0, false, errSyntax
-	}
-	integer = !neg && !overflow
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if _, n, _ := s.digits(); n == 0 {
-			return 0, false, errSyntax
-		}
-		integer = false
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if _, n, _ := s.digits(); n == 0 {
-			return 0, false, errSyntax
-		}
-		integer = false
-	}
-	return v, integer, nil
-}
-
-// digits consumes a run of decimal digits and returns its value.
-func (s *scanner) digits() (v uint64, n int, overflow bool) {
-	for s.i < len(s.b) {
-		c := s.b[s.i] - '0'
-		if c > 9 {
-			break
-		}
-		if v > (math.MaxUint64-uint64(c))/10 {
-			overflow = true
-		}
-		v = v*10 + uint64(c)
-		s.i++
-		n++
-	}
-	return v, n, overflow
-}
-
-// uint reads a non-negative integer no larger than max.
+// uint is oaiedge.Scanner.Uint.
 func (s *scanner) uint(max uint64) (uint64, error) {
-	c := s.peek()
-	if c != '-' && (c < '0' || c > '9') {
-		return 0, s.wrongType()
-	}
-	v, integer, err := s.number()
-	if err != nil {
-		return 0, err
-	}
-	if !integer || v > max {
-		return 0, errType
-	}
-	return v, nil
-}
-
-// skip validates and consumes any JSON value.
-func (s *scanner) skip() error {
-	switch c := s.peek(); {
-	case c == '{':
-		return s.object(func([]byte) error { return s.skip() })
-	case c == '[':
-		return s.array(func(int) error { return s.skip() })
-	case c == '"':
-		_, _, err := s.rawString()
-		return err
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || '0' <= c && c <= '9':
-		_, _, err := s.number()
-		return err
-	}
-	return errSyntax
+	v, err := s.at().Uint(max)
+	return v, s.back(err)
 }

@@ -1,6 +1,10 @@
 package frontend
 
-import "time"
+import (
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+)
 
 // Edge limits. Each is the default of the matching Config field; the comment
 // says why the value is what it is. They bound what one client can make the
@@ -35,10 +39,11 @@ const (
 	// replaced by a generated one rather than echoed into logs and upstream.
 	MaxRequestIDBytes = 128
 
-	// MaxJSONDepth is the nesting limit of the request parser. It equals
-	// encoding/json's limit, so that the router and an engine parsing the
-	// same bytes agree on which bodies are well formed.
-	MaxJSONDepth = 10000
+	// MaxJSONDepth is the nesting limit of the request parser
+	// (internal/oaiedge). It equals encoding/json's limit, so that the
+	// router and an engine parsing the same bytes agree on which bodies
+	// are well formed.
+	MaxJSONDepth = oaiedge.MaxJSONDepth
 
 	// ReadHeaderTimeout bounds the time a client may take to send the
 	// request line and headers. This is the slowloris defence: a client that

@@ -1,15 +1,12 @@
 package frontend
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
 
-	"pgregory.net/rapid"
-
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -79,84 +76,6 @@ func TestParseLimits(t *testing.T) {
 	}
 }
 
-// TestTokenArrayMatchesEncodingJSON checks the fast token reader against
-// encoding/json on generated arrays, including whitespace and values at
-// the edges of the range.
-func TestTokenArrayMatchesEncodingJSON(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		ids := rapid.SliceOf(rapid.OneOf(rapid.Uint32(), rapid.Uint32Range(0, 9), rapid.Just(uint32(math.MaxUint32)))).Draw(t, "ids")
-		sep := rapid.SampledFrom([]string{",", " ,", ", ", "\n,\t"}).Draw(t, "sep")
-		parts := make([]string, len(ids))
-		for i, v := range ids {
-			parts[i] = fmt.Sprint(v)
-		}
-		body := `{"model":"m","prompt":[` + strings.Join(parts, sep) + `]}`
-		p, err := parseRequest([]byte(body), endpointCompletions, 1<<20)
-		if len(ids) == 0 {
-			if err == nil {
-				t.Fatal("empty prompt accepted")
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		var want struct{ Prompt []uint32 }
-		if err := json.Unmarshal([]byte(body), &want); err != nil || !equalTokens(p.Tokens, want.Prompt) {
-			t.Fatalf("tokens %v, encoding/json %v (%v)", p.Tokens, want.Prompt, err)
-		}
-	})
-}
-
-// checkAgainstEncodingJSON is the fuzz oracle: the parser never panics,
-// refuses every body encoding/json refuses, never reports a syntax error
-// for a body encoding/json accepts, and agrees with it on the model.
-func checkAgainstEncodingJSON(t *testing.T, body []byte, ep endpoint) {
-	p, err := parseRequest(body, ep, 1<<16)
-	valid := json.Valid(body)
-	if !valid && err == nil {
-		t.Fatalf("accepted invalid JSON %q", body)
-	}
-	if valid && err != nil && strings.Contains(err.Error(), "malformed JSON") {
-		t.Fatalf("refused valid JSON %q as malformed: %v", body, err)
-	}
-	if err != nil {
-		if !errors.Is(err, ErrInvalidRequest) && !errors.Is(err, dispatch.ErrPromptTooLong) {
-			t.Fatalf("unclassified error %v", err)
-		}
-		return
-	}
-	var ref struct {
-		Model string `json:"model"`
-	}
-	if json.Unmarshal(body, &ref) == nil && ref.Model != p.Model {
-		t.Fatalf("model %q, encoding/json %q", p.Model, ref.Model)
-	}
-}
-
-func fuzzSeeds(f *testing.F) {
-	for _, s := range []string{
-		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
-		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a\u00e9"}]}],"kvrouter":{"token_ids":[1,2]}}`,
-		`{"model":"m","prompt":[1,2,3],"stream":true,"stream_options":{"include_usage":true}}`,
-		`{"model":"m","prompt":[[1],[2,3]],"max_tokens":4}`,
-		`{"model":"m","prompt":["a","b"],"cache_salt":"s"}`,
-		`{"model":"m","prompt":-0.5e+3}`, `{"a":[{},[],null,true,false,"\"\\\/\b\f\n\r\t"]}`, `{`, `[`, `"x"`, ``,
-	} {
-		f.Add([]byte(s))
-	}
-}
-
-func FuzzParseChat(f *testing.F) {
-	fuzzSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) { checkAgainstEncodingJSON(t, body, endpointChat) })
-}
-
-func FuzzParseCompletions(f *testing.F) {
-	fuzzSeeds(f)
-	f.Fuzz(func(t *testing.T, body []byte) { checkAgainstEncodingJSON(t, body, endpointCompletions) })
-}
-
 func FuzzInspectChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":3}}`))
 	f.Add([]byte(`{"choices":[{"text":"x"}],"usage":null}`))
@@ -166,17 +85,95 @@ func FuzzInspectChunk(f *testing.F) {
 	})
 }
 
-// TestPlainTokenMatchesLoop checks the eight-byte digit conversion against
-// the byte loop for every digit count and what may follow the digits.
-func TestPlainTokenMatchesLoop(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		digits := rapid.StringMatching(`[0-9]{1,11}`).Draw(t, "digits")
-		tail := rapid.StringMatching(`[ ,\]\.eE0-9a\x00\xff]{0,9}`).Draw(t, "tail")
-		b := []byte(digits + tail)
-		v, next, ok := plainToken(b, 0)
-		wv, wnext, wok := loopToken(b, 0)
-		if v != wv || next != wnext || ok != wok {
-			t.Fatalf("%q: got %d %d %v, loop %d %d %v", b, v, next, ok, wv, wnext, wok)
+// TestPooledBufferNotSharedByTwoArrays checks that a body with both a
+// prompt token array and the kvrouter.token_ids extension keeps both
+// arrays intact, whichever comes first, and that release recycles the
+// buffer the first array was parsed into.
+func TestPooledBufferNotSharedByTwoArrays(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{name: "extension first", body: `{"model":"m","kvrouter":{"token_ids":[1,2,3]},"prompt":[7,8,9,10]}`},
+		{name: "prompt first", body: `{"model":"m","prompt":[7,8,9,10],"kvrouter":{"token_ids":[1,2,3]}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := new([]uint32)
+			p, err := parseRequestPooled([]byte(tc.body), endpointCompletions, 100, buf)
+			if err != nil || !equalTokens(p.Tokens, []uint32{1, 2, 3}) {
+				t.Fatalf("tokens %v, err %v", p.Tokens, err)
+			}
+			p.release()
+			if cap(*buf) == 0 || p.buf != nil {
+				t.Fatalf("release kept no buffer (cap %d) or did not let go of it", cap(*buf))
+			}
+		})
+	}
+}
+
+// TestParseErrorsKeepParam checks that the parser's refusals arrive as the
+// frontend's request errors, with their parameter.
+func TestParseErrorsKeepParam(t *testing.T) {
+	tests := []struct {
+		name, body, param string
+		kind              error
+	}{
+		{name: "malformed", body: `{`, kind: ErrInvalidRequest},
+		{name: "wrong type", body: `{"model":1,"prompt":"x"}`, param: "model", kind: ErrInvalidRequest},
+		{name: "too long", body: `{"model":"m","prompt":[1,2,3]}`, param: "prompt", kind: dispatch.ErrPromptTooLong},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseRequestPooled([]byte(tc.body), endpointCompletions, 2, getTokens())
+			if !errors.Is(err, tc.kind) || paramOf(err) != tc.param {
+				t.Fatalf("err %v param %q, want %v %q", err, paramOf(err), tc.kind, tc.param)
+			}
+		})
+	}
+}
+
+// TestLimitsMatchParser checks that the node's documented limits are the
+// parser's.
+func TestLimitsMatchParser(t *testing.T) {
+	if MaxJSONDepth != oaiedge.MaxJSONDepth {
+		t.Fatalf("MaxJSONDepth %d, parser %d", MaxJSONDepth, oaiedge.MaxJSONDepth)
+	}
+}
+
+// TestInspectChunk checks the response inspection through the scanner
+// adapter: the cursor is shared by nested calls, so usage after choices is
+// read.
+func TestInspectChunk(t *testing.T) {
+	tests := []struct {
+		name, chunk      string
+		content, failed  bool
+		prompt, complete int
+	}{
+		{name: "delta then usage", chunk: `{"choices":[{"delta":{"role":"assistant","content":"x"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`, content: true, prompt: 5, complete: 3},
+		{name: "empty text", chunk: `{"choices":[{"text":""}],"usage":null}`, prompt: -1, complete: -1},
+		{name: "error", chunk: `{"error":{"message":"x"},"usage":{"completion_tokens":1}}`, failed: true, prompt: -1, complete: 1},
+		{name: "malformed", chunk: `{"choices":[`, prompt: -1, complete: -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := observation{promptTokens: -1, completionTokens: -1}
+			content := o.inspectChunk([]byte(tc.chunk))
+			if content != tc.content || o.streamError != tc.failed || o.promptTokens != tc.prompt || o.completionTokens != tc.complete {
+				t.Fatalf("content %v error %v usage %d/%d", content, o.streamError, o.promptTokens, o.completionTokens)
+			}
+		})
+	}
+}
+
+// BenchmarkParseTokenPromptPooled is BenchmarkParseTokenPrompt the way the
+// handler parses: into a recycled token buffer.
+func BenchmarkParseTokenPromptPooled(b *testing.B) {
+	body := tokenBody(12288, 1)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := parseRequestPooled(body, endpointCompletions, MaxPromptTokens, getTokens())
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		p.release()
+	}
 }

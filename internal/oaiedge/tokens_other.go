@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package frontend
+package oaiedge
 
 // useAVX2 is false off amd64: plainRun alone parses token arrays.
 var useAVX2 = false

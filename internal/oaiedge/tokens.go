@@ -1,4 +1,4 @@
-package frontend
+package oaiedge
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ var errTooLong = errors.New("prompt too long")
 // works on local copies of the cursor with an inlined digit loop; anything
 // unusual (signs, fractions, exponents, leading zeros, overlong digits)
 // falls back to the general number reader, which produces the exact error.
-func (s *scanner) tokenArray(dst []uint32, limit int) ([]uint32, error) {
+func (s *Scanner) tokenArray(dst []uint32, limit int) ([]uint32, error) {
 	if s.peek() != '[' {
 		return nil, s.wrongType()
 	}
@@ -43,7 +43,7 @@ func (s *scanner) tokenArray(dst []uint32, limit int) ([]uint32, error) {
 		v, next, ok := plainToken(b, i)
 		if !ok {
 			s.i = i
-			w, err := s.uint(math.MaxUint32)
+			w, err := s.Uint(math.MaxUint32)
 			if err != nil {
 				return nil, err
 			}
@@ -199,12 +199,12 @@ func skipSpace(b []byte, i int) int {
 }
 
 // token reads one token id at the cursor (whitespace already skipped).
-func (s *scanner) token() (uint32, error) {
+func (s *Scanner) token() (uint32, error) {
 	if v, next, ok := plainToken(s.b, s.i); ok {
 		s.i = next
 		return v, nil
 	}
-	w, err := s.uint(math.MaxUint32)
+	w, err := s.Uint(math.MaxUint32)
 	return uint32(w), err
 }
 
@@ -218,7 +218,7 @@ func continuesNumber(c byte) bool {
 
 // countTokenArray validates a token id array without keeping it and
 // returns its length; batch prompts after the first are checked this way.
-func (s *scanner) countTokenArray(limit int) (int, error) {
+func (s *Scanner) countTokenArray(limit int) (int, error) {
 	if s.peek() != '[' {
 		return 0, s.wrongType()
 	}

@@ -1,4 +1,4 @@
-package frontend
+package oaiedge
 
 import "strconv"
 
@@ -11,7 +11,7 @@ func (ps *parser) messages() error {
 	s := &ps.s
 	ps.text = ps.text[:0]
 	n := 0
-	err := s.array(func(i int) error {
+	err := s.Array(func(i int) error {
 		n++
 		return ps.message(i)
 	})
@@ -28,7 +28,7 @@ func (ps *parser) messages() error {
 func (ps *parser) message(i int) error {
 	param := "messages[" + strconv.Itoa(i) + "]"
 	var role, content []byte
-	err := ps.s.object(func(key []byte) error {
+	err := ps.s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "role":
@@ -38,7 +38,7 @@ func (ps *parser) message(i int) error {
 			content, err = ps.content(param + ".content")
 			return err
 		}
-		return ps.s.skip()
+		return ps.s.Skip()
 	})
 	if err != nil {
 		return ps.wrap(err, param, param+" must be an object")
@@ -56,14 +56,14 @@ func (ps *parser) content(param string) ([]byte, error) {
 		return b, ps.wrap(err, param, "")
 	case '[':
 		var text []byte
-		err := s.array(func(int) error {
+		err := s.Array(func(int) error {
 			t, err := ps.part(param)
 			text = append(text, t...)
 			return err
 		})
 		return text, ps.wrap(err, param, param+" must be a string or an array of content parts")
 	}
-	if s.null() {
+	if s.Null() {
 		return nil, nil
 	}
 	return nil, ps.wrap(s.wrongType(), param, param+" must be a string or an array of content parts")
@@ -72,17 +72,17 @@ func (ps *parser) content(param string) ([]byte, error) {
 // part reads one content part and returns its text, if it is a text part.
 func (ps *parser) part(param string) ([]byte, error) {
 	var typ, text []byte
-	err := ps.s.object(func(key []byte) error {
+	err := ps.s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			typ, err = ps.s.strBytes()
 		case "text":
-			if !ps.s.null() {
+			if !ps.s.Null() {
 				text, err = ps.s.strBytes()
 			}
 		default:
-			err = ps.s.skip()
+			err = ps.s.Skip()
 		}
 		return ps.wrap(err, param, param+" parts must have string type and text")
 	})
@@ -125,18 +125,29 @@ func (ps *parser) promptArray() error {
 		return badParam("prompt", "prompt must not be empty")
 	case first == '-' || '0' <= first && first <= '9':
 		var err error
-		ps.p.Tokens, err = ps.tokens()
+		ps.r.Tokens, err = ps.tokens()
 		return err
 	case first == '"':
-		return s.array(ps.promptString)
+		return s.Array(ps.promptString)
 	case first == '[':
-		return s.array(ps.promptTokens)
+		if err := s.Array(ps.promptTokens); err != nil {
+			return err
+		}
+		if len(ps.r.Tokens) == 0 {
+			return badParam("prompt", "prompt must not be empty")
+		}
+		return nil
 	}
 	return s.wrongType()
 }
 
-// promptString reads element i of an array of strings.
+// promptString reads element i of an array of strings. Under
+// GatewayRules a null after the first is let through, as encoding/json
+// decoding into []string did.
 func (ps *parser) promptString(i int) error {
+	if i > 0 && ps.o.Rules == GatewayRules && ps.s.Null() {
+		return nil
+	}
 	b, err := ps.s.strBytes()
 	if err == nil && i == 0 {
 		if len(b) == 0 {
@@ -147,16 +158,18 @@ func (ps *parser) promptString(i int) error {
 	return err
 }
 
-// promptTokens reads element i of an array of token id arrays.
+// promptTokens reads element i of an array of token id arrays. An empty
+// first array is refused at once under NodeRules, and after the whole
+// batch is checked under GatewayRules (promptArray).
 func (ps *parser) promptTokens(i int) error {
 	if i > 0 {
-		_, err := ps.s.countTokenArray(ps.limit)
+		_, err := ps.s.countTokenArray(ps.o.MaxPromptTokens)
 		return err
 	}
 	tokens, err := ps.tokens()
-	if err == nil && len(tokens) == 0 {
+	ps.r.Tokens = tokens
+	if err == nil && len(tokens) == 0 && ps.o.Rules == NodeRules {
 		return badParam("prompt", "prompt must not be empty")
 	}
-	ps.p.Tokens = tokens
 	return err
 }

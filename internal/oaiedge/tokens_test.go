@@ -1,7 +1,8 @@
-package frontend
+package oaiedge
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestPlainRunMatchesEncodingJSON(t *testing.T) {
 }
 
 func testPlainRunMatchesEncodingJSON(t *testing.T) {
-	buf := getTokens()
+	var buf []uint32
 	rapid.Check(t, func(t *rapid.T) {
 		plain := rapid.StringMatching(`[1-9][0-9]{0,6}|0`)
 		odd := rapid.SampledFrom([]string{"5,,6", " 7", "7 ", "00", "012", "-1", "1.5", "2e3", "12345678", "4294967295",
@@ -29,17 +30,16 @@ func testPlainRunMatchesEncodingJSON(t *testing.T) {
 		body := `{"model":"m","prompt":[` + strings.Join(elems, ",") + `]}`
 		var want struct{ Prompt []uint32 }
 		werr := json.Unmarshal([]byte(body), &want)
-		p, err := parseRequestPooled([]byte(body), endpointCompletions, 1<<20, buf)
+		p, err := completions([]byte(body), 1<<20, buf)
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("%s: err %v, encoding/json %v", body, err, werr)
 		}
 		if err == nil {
-			if !equalTokens(p.Tokens, want.Prompt) {
+			if !slices.Equal(p.Tokens, want.Prompt) {
 				t.Fatalf("%s: tokens %v, encoding/json %v", body, p.Tokens, want.Prompt)
 			}
-			p.release()
+			buf = p.Scratch()
 		}
-		buf = getTokens()
 	})
 }
 
@@ -66,7 +66,7 @@ func testPlainRunStopsAtLimit(t *testing.T) {
 	body := []byte(`{"model":"m","prompt":[` + strings.Join(ids, ",") + `]}`)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := parseRequestPooled(body, endpointCompletions, tc.limit, getTokens())
+			p, err := completions(body, tc.limit, nil)
 			if (err == nil) != tc.ok {
 				t.Fatalf("limit %d: err %v", tc.limit, err)
 			}
@@ -77,35 +77,23 @@ func testPlainRunStopsAtLimit(t *testing.T) {
 	}
 }
 
-// TestPooledBufferNotSharedByTwoArrays checks that a body with both a
-// prompt token array and the kvrouter.token_ids extension keeps both
-// arrays intact, whichever comes first.
-func TestPooledBufferNotSharedByTwoArrays(t *testing.T) {
+// TestScratchNotSharedByTwoArrays checks that a body with both a prompt
+// token array and the kvrouter.token_ids extension keeps both arrays
+// intact, whichever comes first, under both rules.
+func TestScratchNotSharedByTwoArrays(t *testing.T) {
 	tests := []struct{ name, body string }{
 		{name: "extension first", body: `{"model":"m","kvrouter":{"token_ids":[1,2,3]},"prompt":[7,8,9,10]}`},
 		{name: "prompt first", body: `{"model":"m","prompt":[7,8,9,10],"kvrouter":{"token_ids":[1,2,3]}}`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := parseRequestPooled([]byte(tc.body), endpointCompletions, 100, getTokens())
-			if err != nil || !equalTokens(p.Tokens, []uint32{1, 2, 3}) {
-				t.Fatalf("tokens %v, err %v", p.Tokens, err)
-			}
-		})
-	}
-}
-
-// BenchmarkParseTokenPromptPooled is BenchmarkParseTokenPrompt the way the
-// handler parses: into a recycled token buffer.
-func BenchmarkParseTokenPromptPooled(b *testing.B) {
-	body := tokenBody(12288, 1)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := parseRequestPooled(body, endpointCompletions, MaxPromptTokens, getTokens())
-		if err != nil {
-			b.Fatal(err)
+		for _, rules := range []Rules{NodeRules, GatewayRules} {
+			t.Run(tc.name, func(t *testing.T) {
+				o := Options{Rules: rules, MaxPromptTokens: 100}
+				p, err := ParseReusing([]byte(tc.body), Completions, o, make([]uint32, 0, 64))
+				if err != nil || !slices.Equal(p.Tokens, []uint32{1, 2, 3}) {
+					t.Fatalf("tokens %v, err %v", p.Tokens, err)
+				}
+			})
 		}
-		p.release()
 	}
 }

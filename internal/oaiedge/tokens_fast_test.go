@@ -1,8 +1,9 @@
-package frontend
+package oaiedge
 
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,15 +100,14 @@ func TestParseLongArraysMatchesEncodingJSON(t *testing.T) {
 			for _, body := range plainArrays(t) {
 				var want struct{ Prompt []uint32 }
 				werr := json.Unmarshal(body, &want)
-				p, err := parseRequestPooled(body, endpointCompletions, 1<<20, getTokens())
+				p, err := completions(body, 1<<20, nil)
 				if (err == nil) != (werr == nil) {
 					t.Fatalf("%s: err %v, encoding/json %v", body, err, werr)
 				}
 				if err == nil {
-					if !equalTokens(p.Tokens, want.Prompt) {
+					if !slices.Equal(p.Tokens, want.Prompt) {
 						t.Fatalf("%s: tokens differ from encoding/json", body)
 					}
-					p.release()
 				}
 			}
 		})
@@ -136,13 +136,4 @@ func checkFastRun(t *rapid.T, b []byte, i, next int, got []uint32, limit int) {
 			t.Fatalf("start %d: id %d is %d, text %q", i, k, got[k], w)
 		}
 	}
-}
-
-// BenchmarkParseTokenPromptPortable is BenchmarkParseTokenPromptPooled
-// without the vector parser, in the same run.
-func BenchmarkParseTokenPromptPortable(b *testing.B) {
-	saved := useAVX2
-	defer func() { useAVX2 = saved }()
-	useAVX2 = false
-	BenchmarkParseTokenPromptPooled(b)
 }

@@ -1,0 +1,87 @@
+package oaiedge
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// checkNode is the NodeRules fuzz oracle: the parser never panics,
+// refuses every body encoding/json refuses, never calls a body that
+// encoding/json accepts malformed, and agrees with it on the model.
+func checkNode(t *testing.T, body []byte, ep Endpoint) {
+	r, err := Parse(body, ep, Options{MaxPromptTokens: 1 << 16})
+	valid := json.Valid(body)
+	if !valid && err == nil {
+		t.Fatalf("accepted invalid JSON %q", body)
+	}
+	if valid && errors.Is(err, ErrMalformed) {
+		t.Fatalf("refused valid JSON %q as malformed: %v", body, err)
+	}
+	if err != nil {
+		refusal(t, err)
+		return
+	}
+	var ref struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(body, &ref) == nil && ref.Model != r.Model {
+		t.Fatalf("model %q, encoding/json %q", r.Model, ref.Model)
+	}
+}
+
+// checkGateway is the GatewayRules fuzz oracle: a body is refused as
+// malformed exactly when encoding/json refuses it, every refusal is an
+// *Error, an accepted body has a model and at most the limit of tokens,
+// and the model is the one encoding/json decodes.
+func checkGateway(t *testing.T, body []byte, ep Endpoint) {
+	const limit = 64
+	r, err := Parse(body, ep, Options{Rules: GatewayRules, MaxPromptTokens: limit})
+	if json.Valid(body) == errors.Is(err, ErrMalformed) {
+		t.Fatalf("%q: valid %v, err %v", body, json.Valid(body), err)
+	}
+	if err != nil {
+		refusal(t, err)
+		return
+	}
+	var ref struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(body, &ref); err != nil || r.Model != ref.Model || r.Model == "" || len(r.Tokens) > limit {
+		t.Fatalf("accepted %+v; encoding/json %q, %v", r, ref.Model, err)
+	}
+}
+
+func fuzzSeeds(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a\u00e9"}]}],"kvrouter":{"token_ids":[1,2]}}`,
+		`{"model":"m","prompt":[1,2,3],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","prompt":[[1],[2,3]],"max_tokens":4}`,
+		`{"model":"m","prompt":["a","b"],"cache_salt":"s"}`,
+		`{"MODEL":"m","prompt":["a",null],"kvrouter":null}`,
+		`{"model":"m","prompt":[1, 23456789,0 ,4294967295]}`,
+		`{"model":"m","messages":[{}],"kvrouter":{"token_ids":[1]}}`, `[]`, `{"prompt":[-1]}`, `{"model":"m","prompt":["",""]}`,
+		`{"model":"m","prompt":-0.5e+3}`, `{"a":[{},[],null,true,false,"\"\\\/\b\f\n\r\t"]}`, `{`, `[`, `"x"`, ``, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzParseChat(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) { checkNode(t, body, Chat) })
+}
+
+func FuzzParseCompletions(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) { checkNode(t, body, Completions) })
+}
+
+func FuzzParseGateway(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkGateway(t, body, Chat)
+		checkGateway(t, body, Completions)
+	})
+}

@@ -1,0 +1,181 @@
+package oaiedge
+
+import "math"
+
+// Parse reads the body of an ep request under o. A refusal is an *Error.
+func Parse(body []byte, ep Endpoint, o Options) (Request, error) {
+	return parse(body, ep, o, nil, false)
+}
+
+// ParseReusing is Parse with the first token id array of the body parsed
+// into scratch[:0], so that a caller recycling buffers parses a long
+// pre-tokenized prompt without allocating; Request.Scratch returns the
+// buffer. On a refusal scratch may have been written to, and the caller
+// keeps it.
+func ParseReusing(body []byte, ep Endpoint, o Options, scratch []uint32) (Request, error) {
+	return parse(body, ep, o, scratch, true)
+}
+
+// parser is one parse in progress. It lives on the caller's stack.
+type parser struct {
+	s    Scanner
+	ep   Endpoint
+	o    Options
+	r    Request
+	text []byte
+	// reuse says the first token array goes into r.scratch; used, that
+	// it did.
+	reuse, used bool
+
+	hasPrompt        bool
+	extTokens        []uint32
+	maxTokens        int
+	maxCompletion    int
+	hasMaxCompletion bool
+	g                deferred
+}
+
+func parse(body []byte, ep Endpoint, o Options, scratch []uint32, reuse bool) (Request, error) {
+	if o.TextBytesPerToken <= 0 {
+		o.TextBytesPerToken = DefaultTextBytesPerToken
+	}
+	ps := parser{s: Scanner{b: body}, ep: ep, o: o, reuse: reuse}
+	ps.r.Endpoint, ps.r.bytesPerToken, ps.r.scratch = ep, o.TextBytesPerToken, scratch
+	var err error
+	if o.Rules == GatewayRules {
+		err = ps.gatewayBody()
+	} else {
+		err = ps.nodeBody()
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return ps.r, nil
+}
+
+// nodeBody reads the body under NodeRules.
+func (ps *parser) nodeBody() error {
+	err := ps.s.Object(ps.field)
+	if err == nil {
+		err = ps.s.end()
+	}
+	if err != nil {
+		return ps.wrap(err, "", "the request body must be a JSON object")
+	}
+	return ps.finish()
+}
+
+// tokens parses a token id array, into the scratch buffer if it is the
+// first array of the body.
+func (ps *parser) tokens() ([]uint32, error) {
+	if !ps.reuse || ps.used {
+		return ps.s.tokenArray(nil, ps.o.MaxPromptTokens)
+	}
+	t, err := ps.s.tokenArray(ps.r.scratch[:0], ps.o.MaxPromptTokens)
+	if t != nil {
+		ps.used, ps.r.scratch = true, t
+	}
+	return t, err
+}
+
+// field reads one top-level member under NodeRules.
+func (ps *parser) field(key []byte) error {
+	s := &ps.s
+	if s.Null() {
+		return nil // an explicit null is an omitted optional field
+	}
+	var err error
+	switch string(key) {
+	case "model":
+		ps.r.Model, err = s.str()
+		return ps.wrap(err, "model", "model must be a string")
+	case "stream":
+		ps.r.Stream, err = s.boolean()
+		return ps.wrap(err, "stream", "stream must be a boolean")
+	case "stream_options":
+		return ps.wrap(s.Object(ps.streamOption), "stream_options", "stream_options must be an object")
+	case "max_tokens":
+		ps.maxTokens, err = ps.count()
+		return ps.wrap(err, "max_tokens", "max_tokens must be a non-negative integer")
+	case "max_completion_tokens":
+		ps.maxCompletion, err = ps.count()
+		ps.hasMaxCompletion = err == nil
+		return ps.wrap(err, "max_completion_tokens", "max_completion_tokens must be a non-negative integer")
+	case "cache_salt":
+		ps.r.CacheSalt, err = s.str()
+		return ps.wrap(err, "cache_salt", "cache_salt must be a string")
+	case "kvrouter":
+		return ps.wrap(s.Object(ps.extension), "kvrouter", "kvrouter must be an object")
+	case ps.ep.PromptParam():
+		ps.hasPrompt = true
+		if ps.ep == Chat {
+			return ps.messages()
+		}
+		return ps.prompt()
+	}
+	return s.Skip()
+}
+
+// count reads a non-negative int32 count.
+func (ps *parser) count() (int, error) {
+	v, err := ps.s.Uint(math.MaxInt32)
+	return int(v), err
+}
+
+// streamOption reads one member of stream_options.
+func (ps *parser) streamOption(key []byte) error {
+	if string(key) != "include_usage" || ps.s.Null() {
+		return ps.s.Skip()
+	}
+	var err error
+	ps.r.IncludeUsage, err = ps.s.boolean()
+	return ps.wrap(err, "stream_options.include_usage", "stream_options.include_usage must be a boolean")
+}
+
+// extension reads one member of the "kvrouter" extension object.
+func (ps *parser) extension(key []byte) error {
+	s := &ps.s
+	if s.Null() {
+		return nil
+	}
+	var err error
+	switch string(key) {
+	case "token_ids":
+		const param = "kvrouter.token_ids"
+		ps.extTokens, err = ps.tokens()
+		if err == nil && len(ps.extTokens) == 0 {
+			return badParam(param, param+" must not be empty")
+		}
+		return ps.wrap(err, param, param+" must be an array of integers in [0, 2^32)")
+	case "lora":
+		ps.r.LoRA, err = s.str()
+		return ps.wrap(err, "kvrouter.lora", "kvrouter.lora must be a string")
+	}
+	return s.Skip()
+}
+
+// finish applies the cross-field rules of NodeRules once the whole body
+// is read.
+func (ps *parser) finish() error {
+	r := &ps.r
+	if r.Model == "" {
+		return badParam("model", "model is required")
+	}
+	if !ps.hasPrompt {
+		return badParam(ps.ep.PromptParam(), ps.ep.PromptParam()+" is required")
+	}
+	r.MaxTokens = ps.maxTokens
+	if ps.hasMaxCompletion {
+		r.MaxTokens = ps.maxCompletion
+	}
+	if ps.extTokens != nil {
+		r.Tokens = ps.extTokens
+	}
+	if r.Tokens == nil {
+		r.Text = string(ps.text)
+	}
+	if r.PromptTokens() > ps.o.MaxPromptTokens {
+		return tooLong(ps.ep.PromptParam(), ps.o.MaxPromptTokens)
+	}
+	return nil
+}
