@@ -84,3 +84,35 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: %q, %v", out, err)
 	}
 }
+
+func TestRelayFlagErrorsNameTheFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{name: "summary kind", args: []string{"--summary-kind", "bloom"}, flag: "--summary-kind"},
+		{name: "unknown summary kind", args: []string{"--summary-kind", "xor"}, flag: "--summary-kind"},
+		{name: "pool", args: []string{"--pools", "m"}, flag: "--pools"},
+		{name: "peer", args: []string{"--peers", "eu=a/b"}, flag: "--peers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, append([]string{"relay"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("err %v, want one naming %s", err, tc.flag)
+			}
+		})
+	}
+}
+
+func TestRelayFlagsSelectCompactSummaries(t *testing.T) {
+	var f relayFlags
+	f.kind, f.pools = "cuckoo-compact", []string{"m:64"}
+	if err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.cfg.Producer.Filter.Kind.String(); got != "cuckoo-compact" {
+		t.Fatalf("kind %s", got)
+	}
+}

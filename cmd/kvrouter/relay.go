@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/service"
 )
@@ -21,6 +22,7 @@ type relayFlags struct {
 	configPath string
 	peers      []string
 	pools      []string
+	kind       string
 	log        logFlags
 }
 
@@ -44,12 +46,18 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&p.MaxStaleness, "max-staleness", 0, "skip remote summaries not heard from for longer (0: gateway default)")
 	fs.Float64Var(&p.MinAdvantageMs, "min-advantage-ms", 0, "a remote DC must beat the local one by more than this")
 	fs.IntVar(&c.Producer.Filter.Capacity, "summary-capacity", service.DefaultSummaryCapacity, "blocks a pool's summary holds before it grows")
+	fs.StringVar(&f.kind, "summary-kind", filter.KindCuckoo.String(), "the pools' summary filter: cuckoo (16-bit fingerprints, ~1.2e-4 false positives, 16.8 bits per block) or cuckoo-compact (semi-sorted, ~9.3e-4, 12.6 bits per block)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", time.Second, "how often summaries carry the pools' load to peers")
 	f.log.register(fs)
 }
 
-// resolve parses the peers and pools.
+// resolve parses the peers, pools and summary kind.
 func (f *relayFlags) resolve() error {
+	kind, err := filter.ParseKind(f.kind)
+	if err != nil || !kind.HasDeltas() {
+		return fmt.Errorf("--summary-kind: %q is not cuckoo or cuckoo-compact", f.kind)
+	}
+	f.cfg.Producer.Filter.Kind = kind
 	for _, s := range f.peers {
 		dc, rest, ok := strings.Cut(s, "=")
 		parts := strings.Split(rest, "/")

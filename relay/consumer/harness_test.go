@@ -30,10 +30,14 @@ var domain = producer.Domain{Model: "m", BlockSize: 16, HashScheme: producer.Has
 // poolIn returns the test pool of dc.
 func poolIn(dc string) producer.PoolID { return producer.PoolID{DC: dc, Domain: domain} }
 
+// testKind is the summary kind newProducer publishes. Tests run
+// sequentially; TestProtocolCompactSummaries switches it for its subtests.
+var testKind = filter.KindCuckoo
+
 // newProducer returns a producer of pool with a fixed-seed generator.
 func newProducer(t testing.TB, pool producer.PoolID, capacity int, seed uint64, queue int) *producer.Producer {
 	t.Helper()
-	p, err := producer.New(pool, producer.Config{Filter: filter.Config{Capacity: capacity, Seed: 11}, QueueLen: queue}, rand.New(rand.NewPCG(seed, 7)))
+	p, err := producer.New(pool, producer.Config{Filter: filter.Config{Capacity: capacity, Seed: 11, Kind: testKind}, QueueLen: queue}, rand.New(rand.NewPCG(seed, 7)))
 	if err != nil {
 		t.Fatal(err)
 	}

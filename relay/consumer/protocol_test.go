@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
+	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
 )
@@ -172,4 +173,23 @@ func selfSigned(t testing.TB) (server, client credentials.TransportCredentials) 
 	server = credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13})
 	client = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
 	return server, client
+}
+
+// TestProtocolCompactSummaries runs the protocol tests on semi-sorted
+// (compact) summaries: snapshots, deltas of 6-byte bucket images, gap,
+// lag and restart recovery must all end in the producer's filter.
+func TestProtocolCompactSummaries(t *testing.T) {
+	testKind = filter.KindCuckooCompact
+	defer func() { testKind = filter.KindCuckoo }()
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{name: "converges", run: TestLaneConvergesAndAnswersQueries},
+		{name: "missed delta", run: TestLaneRecoversFromMissedDelta},
+		{name: "lag", run: TestLaneRecoversFromLag},
+		{name: "producer restart", run: TestLaneFollowsProducerRestart},
+	} {
+		t.Run(tc.name, tc.run)
+	}
 }

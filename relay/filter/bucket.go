@@ -6,11 +6,17 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Geometry of the packed cuckoo bucket: four 16-bit fingerprints in one
-// uint64, lane s in bits [16s, 16s+16). A zero lane is an empty slot, which
-// is why a fingerprint is never zero.
+// Geometry of the logical cuckoo bucket: four fingerprints in one uint64,
+// lane s in bits [16s, 16s+16). A zero lane is an empty slot, which is why a
+// fingerprint is never zero. KindCuckoo stores this word as is; the compact
+// kind stores 13-bit fingerprints in 16-bit lanes of the same logical word
+// and packs it to 48 bits (semisort.go), so every SWAR helper here serves
+// both kinds.
 const (
-	slotsPerBucket  = 4
+	slotsPerBucket = 4
+	laneBits       = 16
+	// fingerprintBits is the fingerprint width of KindCuckoo, which fills
+	// its lanes.
 	fingerprintBits = 16
 	// lanesLo has the low bit of every lane set; multiplying a fingerprint
 	// by it broadcasts the fingerprint to all four lanes.
@@ -44,7 +50,7 @@ func laneShift(mask uint64) uint {
 // occupied counts the non-empty lanes of w.
 func occupied(w uint64) int {
 	n := 0
-	for s := uint(0); s < 64; s += fingerprintBits {
+	for s := uint(0); s < 64; s += laneBits {
 		if uint16(w>>s) != 0 {
 			n++
 		}
@@ -68,28 +74,31 @@ func mix64(x uint64) uint64 {
 // addressing holds what turns a block hash into a fingerprint and its two
 // candidate buckets.
 type addressing struct {
-	seed   uint64
-	mask   uint64 // bucket count - 1
-	shift  uint   // 64 - log2(bucket count)
-	fpSalt uint64 // keys the alternate-bucket hash by the seed
+	seed    uint64
+	mask    uint64 // bucket count - 1
+	shift   uint   // 64 - log2(bucket count)
+	fpShift uint   // 64 - fingerprint bits
+	fpSalt  uint64 // keys the alternate-bucket hash by the seed
 }
 
 // newAddressing returns the addressing of a table of buckets buckets, a
-// power of two in [2, 2^32].
-func newAddressing(seed, buckets uint64) addressing {
+// power of two in [2, 2^32], with fpBits-bit fingerprints (at most 16).
+func newAddressing(seed, buckets uint64, fpBits uint) addressing {
 	return addressing{
-		seed:   seed,
-		mask:   buckets - 1,
-		shift:  uint(64 - bits.TrailingZeros64(buckets)),
-		fpSalt: mix64(seed ^ golden),
+		seed:    seed,
+		mask:    buckets - 1,
+		shift:   uint(64 - bits.TrailingZeros64(buckets)),
+		fpShift: 64 - fpBits,
+		fpSalt:  mix64(seed ^ golden),
 	}
 }
 
-// locate returns the fingerprint of h (top 16 mixed bits, never 0) and its
-// primary bucket (low mixed bits, disjoint from the fingerprint's).
+// locate returns the fingerprint of h (top fingerprint-width mixed bits,
+// never 0) and its primary bucket (low mixed bits, disjoint from the
+// fingerprint's for any table up to 2^32 buckets).
 func (a addressing) locate(h routing.SeqHash) (uint16, uint64) {
 	m := mix64(uint64(h) ^ a.seed)
-	fp := uint16(m >> 48)
+	fp := uint16(m >> a.fpShift)
 	if fp == 0 {
 		fp = 1
 	}

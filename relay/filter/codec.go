@@ -12,11 +12,11 @@ import (
 //	off len field
 //	0   4   magic "KVRF"
 //	4   2   format version (1)
-//	6   1   kind (1 cuckoo, 2 bloom)
+//	6   1   kind (1 cuckoo, 2 bloom, 3 cuckoo-compact)
 //	7   1   flags (bit 0: delta; others must be 0)
 //	8   8   seed (cuckoo addressing seed; bloom 0)
 //	16  8   size (cuckoo bucket count; bloom bit count m)
-//	24  1   cuckoo fingerprint bits (16); bloom 0
+//	24  1   cuckoo fingerprint bits (16, compact 13); bloom 0
 //	25  1   cuckoo slots per bucket (4); bloom hash count k
 //	26  2   reserved, 0
 //	28  8   entry count (for a delta: the count after applying it)
@@ -24,8 +24,11 @@ import (
 //	40  n   body
 //	40+n 4  checksum: low 32 bits of XXH3-64 of bytes [0, 40+n)
 //
-// The checksum is always the last four bytes, whatever the version, so a
-// damaged version field is reported as corruption, not as a new version.
+// A full cuckoo body is the bucket images in bucket order: 8-byte words
+// (cuckoo) or 6-byte semi-sorted codes (cuckoo-compact, semisort.go), each
+// little-endian. The checksum is always the last four bytes, whatever the
+// version, so a damaged version field is reported as corruption, not as a
+// new version.
 const (
 	magic         = "KVRF"
 	formatVersion = 1
@@ -100,9 +103,12 @@ func decodeFrame(data []byte) (header, []byte, error) {
 
 // checkCuckooGeometry validates the cuckoo fields of a header.
 func checkCuckooGeometry(h header) error {
-	if h.p0 != fingerprintBits || h.p1 != slotsPerBucket {
-		return fmt.Errorf("%w: %d-bit fingerprints, %d slots per bucket (this build reads %d and %d)",
-			ErrUnsupported, h.p0, h.p1, fingerprintBits, slotsPerBucket)
+	if !h.kind.HasDeltas() {
+		return fmt.Errorf("%w: kind %v is not a cuckoo filter", ErrCorrupt, h.kind)
+	}
+	if uint(h.p0) != h.kind.fingerprintWidth() || h.p1 != slotsPerBucket {
+		return fmt.Errorf("%w: %v with %d-bit fingerprints, %d slots per bucket (this build reads %d and %d)",
+			ErrUnsupported, h.kind, h.p0, h.p1, h.kind.fingerprintWidth(), slotsPerBucket)
 	}
 	if h.size < 2 || h.size > maxBuckets || h.size&(h.size-1) != 0 {
 		return fmt.Errorf("%w: bucket count %d is not a power of two in [2, 2^32]", ErrCorrupt, h.size)
@@ -110,56 +116,67 @@ func checkCuckooGeometry(h header) error {
 	return nil
 }
 
-// cuckooHeader describes c for encoding.
+// header describes c for encoding.
 func (c *Cuckoo) header(flags uint8, bodyLen int) header {
 	return header{
-		kind: KindCuckoo, flags: flags, seed: c.addr.seed, size: uint64(len(c.words)),
-		p0: fingerprintBits, p1: slotsPerBucket, count: uint64(c.count), bodyLen: uint32(bodyLen),
+		kind: c.kind, flags: flags, seed: c.addr.seed, size: uint64(c.Buckets()),
+		p0: uint8(c.kind.fingerprintWidth()), p1: slotsPerBucket, count: uint64(c.count), bodyLen: uint32(bodyLen),
 	}
 }
 
-// MarshalBinary encodes the whole filter: header, bucket words, checksum.
+// MarshalBinary encodes the whole filter: header, bucket images, checksum.
 // A filter over 2^28 buckets (2 GiB) does not fit one frame, whose body
 // length is 32 bits, and is refused.
 func (c *Cuckoo) MarshalBinary() ([]byte, error) {
-	if len(c.words) > maxFrameBuckets {
-		return nil, fmt.Errorf("%w: %d buckets exceed one frame", ErrUnsupported, len(c.words))
+	n := c.Buckets()
+	if n > maxFrameBuckets {
+		return nil, fmt.Errorf("%w: %d buckets exceed one frame", ErrUnsupported, n)
 	}
-	return encodeFrame(c.header(0, len(c.words)*8), func(body []byte) {
-		for i, w := range c.words {
-			binary.LittleEndian.PutUint64(body[8*i:], w)
+	size := c.kind.bucketBytes()
+	return encodeFrame(c.header(0, n*size), func(body []byte) {
+		if c.packed != nil { // memory already holds the wire form
+			copy(body, c.packed[:n*size])
+			return
+		}
+		for i := range uint64(n) {
+			putImage(c.kind, body[i*uint64(size):], c.image(i))
 		}
 	}), nil
 }
 
-// DecodeCuckoo parses a full cuckoo filter produced by MarshalBinary. The
-// decoded filter inserts with DefaultMaxKicks and a generator seeded from
-// its seed.
+// DecodeCuckoo parses a full cuckoo filter of either layout produced by
+// MarshalBinary. The decoded filter inserts with DefaultMaxKicks and a
+// generator seeded from its seed.
 func DecodeCuckoo(data []byte) (*Cuckoo, error) {
 	h, body, err := decodeFrame(data)
 	if err != nil {
 		return nil, err
 	}
-	if h.kind != KindCuckoo || h.flags != 0 {
+	if !h.kind.HasDeltas() || h.flags != 0 {
 		return nil, fmt.Errorf("%w: kind %v flags %#x, want a full cuckoo filter", ErrCorrupt, h.kind, h.flags)
 	}
 	return decodeCuckoo(h, body)
 }
 
 // decodeCuckoo builds a filter from a checked frame, verifying that the body
-// holds exactly the bucket count's words and that the entry count matches
-// the occupied slots.
+// holds exactly the bucket count's images, that every compact image is
+// canonical, and that the entry count matches the occupied slots.
 func decodeCuckoo(h header, body []byte) (*Cuckoo, error) {
 	if err := checkCuckooGeometry(h); err != nil {
 		return nil, err
 	}
-	if uint64(len(body)) != h.size*8 {
+	if uint64(len(body)) != h.size*uint64(h.kind.bucketBytes()) {
 		return nil, fmt.Errorf("%w: body of %d bytes for %d buckets", ErrCorrupt, len(body), h.size)
 	}
-	c := newCuckoo(h.seed, h.size, DefaultMaxKicks, nil)
-	for i := range c.words {
-		c.words[i] = binary.LittleEndian.Uint64(body[8*i:])
-		c.count += occupied(c.words[i])
+	c := newCuckoo(h.kind, h.seed, h.size, DefaultMaxKicks, nil)
+	size := h.kind.bucketBytes()
+	for i := range h.size {
+		im := readImage(h.kind, body[i*uint64(size):])
+		if !validImage(h.kind, im) {
+			return nil, fmt.Errorf("%w: bucket %d image %#x is not canonical", ErrCorrupt, i, im)
+		}
+		c.store(i, im)
+		c.count += occupiedImage(h.kind, im)
 	}
 	if uint64(c.count) != h.count {
 		return nil, fmt.Errorf("%w: header counts %d entries, buckets hold %d", ErrCorrupt, h.count, c.count)

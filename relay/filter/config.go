@@ -17,6 +17,11 @@ const (
 	// KindBloom is the Bloom filter on bits-and-blooms/bloom/v3: no
 	// deletes, rebuilt from the exact set on rotation.
 	KindBloom Kind = 2
+	// KindCuckooCompact is the cuckoo filter with semi-sorted buckets:
+	// deletes and deltas like KindCuckoo, 13-bit fingerprints in 12 bits
+	// per slot, about 12.6 bits per entry and a 9.3e-4 false-positive rate
+	// at 95% load.
+	KindCuckooCompact Kind = 3
 )
 
 // String returns the lowercase name of the kind.
@@ -26,9 +31,50 @@ func (k Kind) String() string {
 		return "cuckoo"
 	case KindBloom:
 		return "bloom"
+	case KindCuckooCompact:
+		return "cuckoo-compact"
 	default:
 		return fmt.Sprintf("kind(%d)", uint8(k))
 	}
+}
+
+// ParseKind returns the kind named name (as String writes it).
+func ParseKind(name string) (Kind, error) {
+	for _, k := range []Kind{KindCuckoo, KindBloom, KindCuckooCompact} {
+		if k.String() == name {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown kind %q (cuckoo, cuckoo-compact or bloom)", ErrConfig, name)
+}
+
+// HasDeltas reports whether summaries of kind k are cuckoo filters, which
+// delete in place and ship changes as Delta (TrackChanges, TakeChanges,
+// Diff, Apply): true for KindCuckoo and KindCuckooCompact. A publisher of
+// deltas accepts exactly these kinds.
+func (k Kind) HasDeltas() bool {
+	return k == KindCuckoo || k == KindCuckooCompact
+}
+
+// fingerprintWidth returns the fingerprint bits of a cuckoo kind, 0 for
+// other kinds.
+func (k Kind) fingerprintWidth() uint {
+	switch k {
+	case KindCuckoo:
+		return fingerprintBits
+	case KindCuckooCompact:
+		return compactFingerprintBits
+	default:
+		return 0
+	}
+}
+
+// bucketBytes returns the stored size of one bucket of a cuckoo kind.
+func (k Kind) bucketBytes() int {
+	if k == KindCuckooCompact {
+		return compactBucketBytes
+	}
+	return 8
 }
 
 // Defaults of Config. Each comment says why the value is what it is.
@@ -65,7 +111,9 @@ const (
 // encoded frame (2^28 cuckoo buckets or 2^34 Bloom bits, 2 GiB), which
 // Validate checks.
 type Config struct {
-	// Kind selects the implementation; zero means KindCuckoo.
+	// Kind selects the implementation; zero means KindCuckoo. Capacity,
+	// TargetLoad and MaxKicks size both cuckoo kinds alike: the bucket
+	// count depends on entries and load only, not on fingerprint width.
 	Kind Kind
 	// Capacity is the expected number of distinct blocks.
 	Capacity int
@@ -102,7 +150,7 @@ func (c *Config) EnsureDefaults() {
 // Validate reports the first invalid field, wrapped in ErrConfig.
 func (c Config) Validate() error {
 	switch {
-	case c.Kind != KindCuckoo && c.Kind != KindBloom:
+	case !c.Kind.HasDeltas() && c.Kind != KindBloom:
 		return fmt.Errorf("%w: unknown kind %d", ErrConfig, c.Kind)
 	case c.Capacity <= 0 || c.Capacity > maxCapacity:
 		return fmt.Errorf("%w: capacity %d outside 1..%d", ErrConfig, c.Capacity, maxCapacity)
@@ -112,7 +160,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: target load %v outside (0, %v]", ErrConfig, c.TargetLoad, MaxTargetLoad)
 	case !(c.BloomFPRate > 0 && c.BloomFPRate < 1):
 		return fmt.Errorf("%w: bloom false-positive rate %v outside (0, 1)", ErrConfig, c.BloomFPRate)
-	case c.Kind == KindCuckoo && c.cuckooBucketsNeeded() > maxFrameBuckets:
+	case c.Kind.HasDeltas() && c.cuckooBucketsNeeded() > maxFrameBuckets:
 		return fmt.Errorf("%w: %d entries at load %v need more than %d buckets", ErrConfig, c.Capacity, c.TargetLoad, maxFrameBuckets)
 	case c.Kind == KindBloom && c.bloomBitsNeeded() > 64*maxFrameBuckets:
 		return fmt.Errorf("%w: %d entries at rate %v need more than %d bits", ErrConfig, c.Capacity, c.BloomFPRate, uint64(64*maxFrameBuckets))

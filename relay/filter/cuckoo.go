@@ -9,15 +9,21 @@ import (
 )
 
 // Cuckoo is a packed-bucket cuckoo filter over block hashes: a power-of-two
-// array of uint64 buckets, each holding four 16-bit fingerprints, where a
-// block lives in one of two buckets related by partial-key cuckoo hashing.
+// array of buckets of four fingerprint slots, where a block lives in one of
+// two buckets related by partial-key cuckoo hashing. Its kind fixes the
+// bucket layout: KindCuckoo stores 16-bit fingerprints in one uint64 per
+// bucket, KindCuckooCompact stores 13-bit fingerprints in semi-sorted
+// 6-byte buckets. Both kinds share every algorithm: they read and write
+// buckets as the same logical word of four 16-bit lanes (layout.go).
 //
 // A Cuckoo is not safe for concurrent use. Read-only methods (Contains,
 // ContainsPrefix, Len, MarshalBinary, Diff) may run concurrently with each
 // other when no mutating method runs.
 type Cuckoo struct {
+	kind     Kind
 	addr     addressing
-	words    []uint64
+	words    []uint64 // KindCuckoo: bucket i is words[i]
+	packed   []byte   // KindCuckooCompact: bucket i is bytes [6i, 6i+6)
 	count    int
 	maxKicks int
 	rng      *rand.Rand
@@ -25,11 +31,11 @@ type Cuckoo struct {
 	changes  *changeLog
 }
 
-// undoEntry remembers a bucket's word before an eviction overwrote it, so a
-// failed insert can be rolled back.
+// undoEntry remembers a bucket's stored image before an eviction overwrote
+// it, so a failed insert can be rolled back byte for byte.
 type undoEntry struct {
 	bucket uint64
-	word   uint64
+	image  uint64
 }
 
 var (
@@ -38,64 +44,75 @@ var (
 )
 
 // NewCuckoo returns an empty cuckoo filter sized by cfg (after
-// EnsureDefaults; cfg.Kind is ignored). rng drives the choice of eviction
-// victims; nil means a generator seeded from cfg.Seed, so a filter built
-// from the same inserts in the same order has the same layout.
+// EnsureDefaults). cfg.Kind selects the layout: KindCuckooCompact gives
+// semi-sorted 13-bit buckets, any other kind the 16-bit layout. rng drives
+// the choice of eviction victims; nil means a generator seeded from
+// cfg.Seed, so a filter built from the same inserts in the same order has
+// the same layout.
 func NewCuckoo(cfg Config, rng *rand.Rand) (*Cuckoo, error) {
-	cfg.Kind = KindCuckoo
+	if cfg.Kind != KindCuckooCompact {
+		cfg.Kind = KindCuckoo
+	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newCuckoo(cfg.Seed, cfg.cuckooBuckets(), cfg.MaxKicks, rng), nil
+	return newCuckoo(cfg.Kind, cfg.Seed, cfg.cuckooBuckets(), cfg.MaxKicks, rng), nil
 }
 
-// newCuckoo builds an empty filter of a validated geometry.
-func newCuckoo(seed, buckets uint64, maxKicks int, rng *rand.Rand) *Cuckoo {
+// newCuckoo builds an empty filter of a validated kind and geometry.
+func newCuckoo(kind Kind, seed, buckets uint64, maxKicks int, rng *rand.Rand) *Cuckoo {
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(seed, buckets))
 	}
-	return &Cuckoo{
-		addr:     newAddressing(seed, buckets),
-		words:    make([]uint64, buckets),
+	c := &Cuckoo{
+		kind:     kind,
+		addr:     newAddressing(seed, buckets, kind.fingerprintWidth()),
 		maxKicks: maxKicks,
 		rng:      rng,
 	}
+	c.allocate(buckets)
+	return c
 }
 
-// Kind returns KindCuckoo.
-func (c *Cuckoo) Kind() Kind { return KindCuckoo }
+// Kind returns KindCuckoo or KindCuckooCompact.
+func (c *Cuckoo) Kind() Kind { return c.kind }
 
 // Len returns the number of fingerprints stored.
 func (c *Cuckoo) Len() int { return c.count }
 
 // Buckets returns the bucket count, a power of two.
-func (c *Cuckoo) Buckets() int { return len(c.words) }
+func (c *Cuckoo) Buckets() int { return int(c.addr.mask + 1) }
 
 // Seed returns the addressing seed.
 func (c *Cuckoo) Seed() uint64 { return c.addr.seed }
 
 // LoadFactor returns the fraction of slots in use.
 func (c *Cuckoo) LoadFactor() float64 {
-	return float64(c.count) / float64(len(c.words)*slotsPerBucket)
+	return float64(c.count) / float64(c.Buckets()*slotsPerBucket)
 }
 
-// SizeBytes returns the size of the bucket array.
-func (c *Cuckoo) SizeBytes() int { return len(c.words) * 8 }
+// SizeBytes returns the size of the bucket storage: 8 bytes per bucket, or
+// 6 per compact bucket plus the 2-byte load padding.
+func (c *Cuckoo) SizeBytes() int { return len(c.words)*8 + len(c.packed) }
 
 // FalsePositiveRate returns the expected false-positive rate at the current
-// load α: 1 - (1 - 1/(2^16-1))^(2·4·α), about 1.22e-4·α. A lookup compares
-// against at most 2·4·α occupied slots, each matching a random 16-bit
-// fingerprint with probability 1/(2^16-1).
+// load α: 1 - (1 - 1/(2^f-1))^(2·4·α) for f-bit fingerprints, about
+// 1.22e-4·α (f = 16) or 9.77e-4·α (f = 13). A lookup compares against at
+// most 2·4·α occupied slots, each matching a random nonzero f-bit
+// fingerprint with probability 1/(2^f-1).
 func (c *Cuckoo) FalsePositiveRate() float64 {
 	probes := 2 * slotsPerBucket * c.LoadFactor()
-	return 1 - math.Pow(1-1/float64(1<<fingerprintBits-1), probes)
+	return 1 - math.Pow(1-1/float64(uint64(1)<<c.kind.fingerprintWidth()-1), probes)
 }
 
 // Contains reports whether h is probably in the filter. It never returns
 // false for an inserted and not deleted block.
 func (c *Cuckoo) Contains(h routing.SeqHash) bool {
 	fp, i := c.addr.locate(h)
+	if c.packed != nil {
+		return c.containsPacked(fp, i)
+	}
 	if matchLanes(c.words[i], fp) != 0 {
 		return true
 	}
@@ -128,22 +145,13 @@ func (c *Cuckoo) Delete(h routing.SeqHash) error {
 
 // clear empties the lowest lane of bucket i holding fp.
 func (c *Cuckoo) clear(i uint64, fp uint16) bool {
-	w := c.words[i]
+	w := c.bucket(i)
 	m := matchLanes(w, fp)
 	if m == 0 {
 		return false
 	}
 	c.set(i, w&^(0xffff<<laneShift(m)))
 	return true
-}
-
-// set is the only writer of bucket words, so change tracking sees every
-// write.
-func (c *Cuckoo) set(i, w uint64) {
-	if c.changes != nil {
-		c.changes.note(i, c.words[i])
-	}
-	c.words[i] = w
 }
 
 // insert and remove let a RefSet drive a Cuckoo through mutableSummary.

@@ -21,8 +21,17 @@ func (c *Cuckoo) Insert(h routing.SeqHash) error {
 }
 
 // place puts fp into the lowest empty lane of bucket i, if there is one.
+// It is the write of nearly every insert, so the compact layout has a
+// flattened version.
 func (c *Cuckoo) place(i uint64, fp uint16) bool {
-	w := c.words[i]
+	if c.packed != nil {
+		return c.placePacked(i, fp)
+	}
+	return c.placeIn(i, c.words[i], fp)
+}
+
+// placeIn is place for a caller that already holds bucket i's word w.
+func (c *Cuckoo) placeIn(i, w uint64, fp uint16) bool {
 	m := zeroLanes(w)
 	if m == 0 {
 		return false
@@ -33,20 +42,25 @@ func (c *Cuckoo) place(i uint64, fp uint16) bool {
 
 // kick runs the eviction walk from one of fp's two full buckets, chosen at
 // random: swap fp with a random victim, move the victim to its alternate
-// bucket, repeat. Every overwritten word goes to the undo log first.
+// bucket, repeat. Every overwritten image goes to the undo log first. Each
+// step reads and decodes one bucket, the victim's destination, and carries
+// its image into the next step.
 func (c *Cuckoo) kick(i uint64, fp uint16) error {
 	c.undo = c.undo[:0]
 	if c.rng.Uint64()&1 == 1 {
 		i = c.addr.alt(i, fp)
 	}
+	im := c.image(i)
+	w := c.decode(im)
 	for range c.maxKicks {
-		w := c.words[i]
-		c.undo = append(c.undo, undoEntry{bucket: i, word: w})
-		s := uint(c.rng.Uint64()&3) * fingerprintBits
+		c.undo = append(c.undo, undoEntry{bucket: i, image: im})
+		s := uint(c.rng.Uint64()&3) * laneBits
 		victim := uint16(w >> s)
 		c.set(i, w&^(0xffff<<s)|uint64(fp)<<s)
 		fp, i = victim, c.addr.alt(i, victim)
-		if c.place(i, fp) {
+		im = c.image(i)
+		w = c.decode(im)
+		if c.placeIn(i, w, fp) {
 			c.count++
 			return nil
 		}
@@ -56,10 +70,10 @@ func (c *Cuckoo) kick(i uint64, fp uint16) error {
 }
 
 // rollback restores the undo log in reverse order, so a bucket touched
-// several times ends with the word it had before the first touch.
+// several times ends with the image it had before the first touch.
 func (c *Cuckoo) rollback() {
 	for k := len(c.undo) - 1; k >= 0; k-- {
-		c.set(c.undo[k].bucket, c.undo[k].word)
+		c.store(c.undo[k].bucket, c.undo[k].image)
 	}
 	c.undo = c.undo[:0]
 }

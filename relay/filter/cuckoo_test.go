@@ -242,7 +242,7 @@ func TestContainsPrefix(t *testing.T) {
 func TestAltIsInvolution(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		log2 := rapid.IntRange(1, 32).Draw(t, "log2")
-		a := newAddressing(rapid.Uint64().Draw(t, "seed"), uint64(1)<<log2)
+		a := newAddressing(rapid.Uint64().Draw(t, "seed"), uint64(1)<<log2, uint(rapid.SampledFrom([]int{fingerprintBits, compactFingerprintBits}).Draw(t, "bits")))
 		fp, i := a.locate(routing.SeqHash(rapid.Uint64().Draw(t, "h")))
 		j := a.alt(i, fp)
 		if fp == 0 || j == i || j > a.mask || a.alt(j, fp) != i {

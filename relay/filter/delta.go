@@ -9,77 +9,108 @@ import (
 
 // BucketImage is the absolute value of one bucket after a change. Shipping
 // absolute images rather than operations makes applying a delta idempotent.
+// Word is the bucket's stored image: the 64-bit word of KindCuckoo, or the
+// canonical 48-bit semi-sorted code of KindCuckooCompact (high 16 bits 0).
 type BucketImage struct {
 	Index uint32
 	Word  uint64
 }
 
 // Delta carries the buckets that differ between two versions of one cuckoo
-// filter (same seed and bucket count). Images are sorted by strictly
-// increasing Index; Count is the entry count of the newer version.
+// filter (same kind, seed and bucket count). Images are sorted by strictly
+// increasing Index; Count is the entry count of the newer version. A zero
+// Kind means KindCuckoo.
 type Delta struct {
+	Kind    Kind
 	Seed    uint64
 	Buckets uint64
 	Count   int
 	Images  []BucketImage
 }
 
+// kind returns d's kind with the zero value resolved to KindCuckoo.
+func (d Delta) kind() Kind {
+	if d.Kind == 0 {
+		return KindCuckoo
+	}
+	return d.Kind
+}
+
 // Diff returns the delta that turns c into newer. Both filters must share
-// seed and bucket count; a resized or reseeded filter needs a full snapshot.
+// kind, seed and bucket count; a resized or reseeded filter needs a full
+// snapshot.
 func (c *Cuckoo) Diff(newer *Cuckoo) (Delta, error) {
-	if err := c.sameGeometry(newer.addr.seed, uint64(len(newer.words))); err != nil {
+	if err := c.sameGeometry(newer.kind, newer.addr.seed, uint64(newer.Buckets())); err != nil {
 		return Delta{}, err
 	}
-	d := Delta{Seed: c.addr.seed, Buckets: uint64(len(c.words)), Count: newer.count}
-	for i, w := range newer.words {
-		if w != c.words[i] {
-			d.Images = append(d.Images, BucketImage{Index: uint32(i), Word: w})
+	d := c.emptyDelta(newer.count)
+	for i := range uint64(c.Buckets()) {
+		if im := newer.image(i); im != c.image(i) {
+			d.Images = append(d.Images, BucketImage{Index: uint32(i), Word: im})
 		}
 	}
 	return d, nil
 }
 
+// emptyDelta returns a delta of c's geometry declaring count entries.
+func (c *Cuckoo) emptyDelta(count int) Delta {
+	return Delta{Kind: c.kind, Seed: c.addr.seed, Buckets: uint64(c.Buckets()), Count: count}
+}
+
 // Apply installs every image of d. It validates the whole delta first
-// (geometry, sorted in-range indices, the resulting entry count) and changes
-// nothing when any check fails.
+// (kind and geometry, sorted in-range indices, canonical compact images,
+// the resulting entry count) and changes nothing when any check fails.
 func (c *Cuckoo) Apply(d Delta) error {
-	if err := c.sameGeometry(d.Seed, d.Buckets); err != nil {
+	if err := c.sameGeometry(d.kind(), d.Seed, d.Buckets); err != nil {
 		return err
 	}
 	count := c.count
 	for k, im := range d.Images {
-		if uint64(im.Index) >= d.Buckets || (k > 0 && im.Index <= d.Images[k-1].Index) {
-			return fmt.Errorf("%w: image %d has bucket %d out of order or range", ErrCorrupt, k, im.Index)
+		if err := checkImage(c.kind, d.Buckets, d.Images, k); err != nil {
+			return err
 		}
-		count += occupied(im.Word) - occupied(c.words[im.Index])
+		count += occupiedImage(c.kind, im.Word) - occupiedImage(c.kind, c.image(uint64(im.Index)))
 	}
 	if count != d.Count {
 		return fmt.Errorf("%w: delta leaves %d entries, declares %d", ErrBase, count, d.Count)
 	}
 	for _, im := range d.Images {
-		c.set(uint64(im.Index), im.Word)
+		c.store(uint64(im.Index), im.Word)
 	}
 	c.count = count
 	return nil
 }
 
-// sameGeometry checks that seed and buckets describe c's layout.
-func (c *Cuckoo) sameGeometry(seed, buckets uint64) error {
-	if seed != c.addr.seed || buckets != uint64(len(c.words)) {
-		return fmt.Errorf("%w: seed %#x with %d buckets, filter has seed %#x with %d",
-			ErrGeometry, seed, buckets, c.addr.seed, len(c.words))
+// checkImage validates images[k] of a delta of kind k over buckets buckets:
+// index in range and above the previous one, image storable.
+func checkImage(kind Kind, buckets uint64, images []BucketImage, k int) error {
+	im := images[k]
+	if uint64(im.Index) >= buckets || (k > 0 && im.Index <= images[k-1].Index) {
+		return fmt.Errorf("%w: image %d has bucket %d out of order or range", ErrCorrupt, k, im.Index)
+	}
+	if !validImage(kind, im.Word) {
+		return fmt.Errorf("%w: image %d of bucket %d, %#x, is not a canonical %v bucket", ErrCorrupt, k, im.Index, im.Word, kind)
+	}
+	return nil
+}
+
+// sameGeometry checks that kind, seed and buckets describe c's layout.
+func (c *Cuckoo) sameGeometry(kind Kind, seed, buckets uint64) error {
+	if kind != c.kind || seed != c.addr.seed || buckets != uint64(c.Buckets()) {
+		return fmt.Errorf("%w: %v seed %#x with %d buckets, filter is %v seed %#x with %d",
+			ErrGeometry, kind, seed, buckets, c.kind, c.addr.seed, c.Buckets())
 	}
 	return nil
 }
 
 // changeLog records, for each bucket written since the last TakeChanges,
-// its word before the first write.
+// its stored image before the first write.
 type changeLog struct {
 	seen []uint64 // bitset over buckets
 	orig []BucketImage
 }
 
-// note records old as bucket i's original word if i is not yet recorded.
+// note records old as bucket i's original image if i is not yet recorded.
 func (l *changeLog) note(i, old uint64) {
 	bit := uint64(1) << (i & 63)
 	if l.seen[i>>6]&bit != 0 {
@@ -94,23 +125,23 @@ func (l *changeLog) note(i, old uint64) {
 // table. Tracking costs one bit per bucket plus one entry per dirty bucket.
 func (c *Cuckoo) TrackChanges() {
 	if c.changes == nil {
-		c.changes = &changeLog{seen: make([]uint64, (len(c.words)+63)/64)}
+		c.changes = &changeLog{seen: make([]uint64, (c.Buckets()+63)/64)}
 	}
 }
 
 // TakeChanges returns the delta from the version at the previous
 // TakeChanges (or TrackChanges) to the current one and starts a new
-// interval. Buckets that were written but ended with their original word,
+// interval. Buckets that were written but ended with their original image,
 // such as those of a rolled-back insert, are left out. Without tracking it
 // returns an empty delta.
 func (c *Cuckoo) TakeChanges() Delta {
-	d := Delta{Seed: c.addr.seed, Buckets: uint64(len(c.words)), Count: c.count}
+	d := c.emptyDelta(c.count)
 	if c.changes == nil {
 		return d
 	}
 	for _, o := range c.changes.orig {
 		c.changes.seen[o.Index>>6] = 0
-		if w := c.words[o.Index]; w != o.Word {
+		if w := c.image(uint64(o.Index)); w != o.Word {
 			d.Images = append(d.Images, BucketImage{Index: o.Index, Word: w})
 		}
 	}
@@ -119,43 +150,55 @@ func (c *Cuckoo) TakeChanges() Delta {
 	return d
 }
 
-// imageLen is the encoded size of one bucket image: index u32, word u64.
-const imageLen = 12
+// imageLen returns the encoded size of one bucket image of kind k: index
+// u32, then the stored image (8 bytes, or 6 for the compact kind).
+func imageLen(k Kind) int { return 4 + k.bucketBytes() }
 
-// MarshalBinary encodes d: a cuckoo frame with the delta flag whose body is
-// the image count (u32) followed by the images.
+// MarshalBinary encodes d: a frame of d's cuckoo kind with the delta flag
+// whose body is the image count (u32) followed by the images. A compact
+// delta holding a non-canonical image is refused with ErrCorrupt, since it
+// could not be decoded.
 func (d Delta) MarshalBinary() ([]byte, error) {
-	if d.Buckets < 2 || d.Buckets > maxBuckets || d.Buckets&(d.Buckets-1) != 0 || d.Count < 0 {
-		return nil, fmt.Errorf("%w: delta for %d buckets, count %d", ErrGeometry, d.Buckets, d.Count)
+	kind := d.kind()
+	if !kind.HasDeltas() || d.Buckets < 2 || d.Buckets > maxBuckets || d.Buckets&(d.Buckets-1) != 0 || d.Count < 0 {
+		return nil, fmt.Errorf("%w: %v delta for %d buckets, count %d", ErrGeometry, kind, d.Buckets, d.Count)
 	}
-	if len(d.Images) > (1<<32-1-4)/imageLen {
+	size := imageLen(kind)
+	if len(d.Images) > (1<<32-1-4)/size {
 		return nil, fmt.Errorf("%w: %d images exceed one frame", ErrUnsupported, len(d.Images))
 	}
-	h := header{kind: KindCuckoo, flags: flagDelta, seed: d.Seed, size: d.Buckets,
-		p0: fingerprintBits, p1: slotsPerBucket, count: uint64(d.Count), bodyLen: uint32(4 + imageLen*len(d.Images))}
+	for k := range d.Images {
+		if !validImage(kind, d.Images[k].Word) {
+			return nil, checkImage(kind, d.Buckets, d.Images, k)
+		}
+	}
+	h := header{kind: kind, flags: flagDelta, seed: d.Seed, size: d.Buckets,
+		p0: uint8(kind.fingerprintWidth()), p1: slotsPerBucket, count: uint64(d.Count), bodyLen: uint32(4 + size*len(d.Images))}
 	return encodeFrame(h, func(body []byte) {
 		binary.LittleEndian.PutUint32(body, uint32(len(d.Images)))
 		for k, im := range d.Images {
-			binary.LittleEndian.PutUint32(body[4+imageLen*k:], im.Index)
-			binary.LittleEndian.PutUint64(body[8+imageLen*k:], im.Word)
+			binary.LittleEndian.PutUint32(body[4+size*k:], im.Index)
+			putImage(kind, body[8+size*k:], im.Word)
 		}
 	}), nil
 }
 
-// DecodeDelta parses a delta produced by Delta.MarshalBinary, checking that
-// indices are in range and strictly increasing.
+// DecodeDelta parses a delta of either cuckoo kind produced by
+// Delta.MarshalBinary, checking that indices are in range and strictly
+// increasing and that compact images are canonical.
 func DecodeDelta(data []byte) (Delta, error) {
 	h, body, err := decodeFrame(data)
 	if err != nil {
 		return Delta{}, err
 	}
-	if h.kind != KindCuckoo || h.flags != flagDelta {
+	if !h.kind.HasDeltas() || h.flags != flagDelta {
 		return Delta{}, fmt.Errorf("%w: kind %v flags %#x, want a cuckoo delta", ErrCorrupt, h.kind, h.flags)
 	}
 	if err := checkCuckooGeometry(h); err != nil {
 		return Delta{}, err
 	}
-	if len(body) < 4 || uint64(len(body)-4) != uint64(binary.LittleEndian.Uint32(body))*imageLen {
+	size := uint64(imageLen(h.kind))
+	if len(body) < 4 || uint64(len(body)-4) != uint64(binary.LittleEndian.Uint32(body))*size {
 		return Delta{}, fmt.Errorf("%w: delta body of %d bytes does not match its image count", ErrCorrupt, len(body))
 	}
 	if h.count > h.size*slotsPerBucket {
@@ -164,15 +207,15 @@ func DecodeDelta(data []byte) (Delta, error) {
 	return decodeImages(h, body[4:])
 }
 
-// decodeImages reads the images of a delta body.
+// decodeImages reads and validates the images of a delta body.
 func decodeImages(h header, raw []byte) (Delta, error) {
-	d := Delta{Seed: h.seed, Buckets: h.size, Count: int(h.count), Images: make([]BucketImage, len(raw)/imageLen)}
+	size := imageLen(h.kind)
+	d := Delta{Kind: h.kind, Seed: h.seed, Buckets: h.size, Count: int(h.count), Images: make([]BucketImage, len(raw)/size)}
 	for k := range d.Images {
-		im := BucketImage{Index: binary.LittleEndian.Uint32(raw[imageLen*k:]), Word: binary.LittleEndian.Uint64(raw[imageLen*k+4:])}
-		if uint64(im.Index) >= h.size || (k > 0 && im.Index <= d.Images[k-1].Index) {
-			return Delta{}, fmt.Errorf("%w: image %d has bucket %d out of order or range", ErrCorrupt, k, im.Index)
+		d.Images[k] = BucketImage{Index: binary.LittleEndian.Uint32(raw[size*k:]), Word: readImage(h.kind, raw[size*k+4:])}
+		if err := checkImage(h.kind, h.size, d.Images, k); err != nil {
+			return Delta{}, err
 		}
-		d.Images[k] = im
 	}
 	return d, nil
 }

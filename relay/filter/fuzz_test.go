@@ -7,10 +7,21 @@ import (
 	"testing"
 )
 
-// fuzzSeeds returns valid encodings of a full filter and of a delta, the
-// corpus the decoders' fuzz targets mutate.
+// fuzzSeeds returns valid encodings of a full filter and of a delta of
+// each cuckoo kind, the corpus the decoders' fuzz targets mutate.
 func fuzzSeeds(f *testing.F) [][]byte {
-	c := mustCuckoo(f, 8, 1)
+	seeds := [][]byte{{}}
+	for _, kind := range cuckooKinds {
+		full, delta := kindSeeds(f, kind)
+		seeds = append(seeds, full, delta, full[:headerLen])
+	}
+	return append(seeds, extraFuzzSeeds...)
+}
+
+// kindSeeds returns the encodings of a half-full 8-bucket filter of kind
+// and of a delta of four inserts into it.
+func kindSeeds(f *testing.F, kind Kind) (full, delta []byte) {
+	c := mustCuckooOf(f, kind, 8, 1)
 	fillTo(f, c, newRand(1), 0.5)
 	full, err := c.MarshalBinary()
 	if err != nil {
@@ -22,11 +33,11 @@ func fuzzSeeds(f *testing.F) [][]byte {
 			f.Fatal(err)
 		}
 	}
-	delta, err := c.TakeChanges().MarshalBinary()
+	delta, err = c.TakeChanges().MarshalBinary()
 	if err != nil {
 		f.Fatal(err)
 	}
-	return append([][]byte{full, delta, full[:headerLen], {}}, extraFuzzSeeds...)
+	return full, delta
 }
 
 // extraFuzzSeeds holds encodings of kinds that only some builds have.
@@ -104,12 +115,12 @@ func checkDecodeDelta(t *testing.T, data []byte) {
 	if d.Buckets > 1<<16 {
 		return
 	}
-	c := newCuckoo(d.Seed, d.Buckets, DefaultMaxKicks, nil)
+	c := newCuckoo(d.Kind, d.Seed, d.Buckets, DefaultMaxKicks, nil)
 	err = c.Apply(d)
 	switch {
 	case err == nil && c.Len() != d.Count:
 		t.Fatalf("applied delta left %d entries, declared %d", c.Len(), d.Count)
-	case err != nil && (c.Len() != 0 || slices.ContainsFunc(c.words, func(w uint64) bool { return w != 0 })):
+	case err != nil && (c.Len() != 0 || slices.ContainsFunc(storage(c), func(b byte) bool { return b != 0 })):
 		t.Fatalf("refused delta changed the filter: %v", err)
 	}
 }

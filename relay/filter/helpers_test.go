@@ -1,7 +1,9 @@
 package filter
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -24,18 +26,27 @@ func randomHashes(rng *rand.Rand, n int) []routing.SeqHash {
 	return out
 }
 
-// mustCuckoo builds a cuckoo filter with exactly buckets buckets.
-func mustCuckoo(t interface {
+// fataler is the part of testing.TB and *rapid.T the builders need.
+type fataler interface {
 	Helper()
 	Fatal(...any)
 	Fatalf(string, ...any)
-}, buckets int, seed uint64) *Cuckoo {
+}
+
+// mustCuckoo builds a 16-bit cuckoo filter with exactly buckets buckets.
+func mustCuckoo(t fataler, buckets int, seed uint64) *Cuckoo {
 	t.Helper()
-	c, err := NewCuckoo(Config{Capacity: int(float64(buckets*slotsPerBucket) * MaxTargetLoad), TargetLoad: MaxTargetLoad, Seed: seed}, newRand(seed))
+	return mustCuckooOf(t, KindCuckoo, buckets, seed)
+}
+
+// mustCuckooOf builds a cuckoo filter of kind with exactly buckets buckets.
+func mustCuckooOf(t fataler, kind Kind, buckets int, seed uint64) *Cuckoo {
+	t.Helper()
+	c, err := NewCuckoo(Config{Kind: kind, Capacity: int(float64(buckets*slotsPerBucket) * MaxTargetLoad), TargetLoad: MaxTargetLoad, Seed: seed}, newRand(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Buckets() != buckets {
+	if c.Buckets() != buckets || c.Kind() != kind {
 		t.Fatalf("built %d buckets, want %d", c.Buckets(), buckets)
 	}
 	return c
@@ -80,3 +91,19 @@ func setOf(keys []routing.SeqHash) map[routing.SeqHash]bool {
 	}
 	return m
 }
+
+// storage returns a copy of c's bucket storage as bytes, so tests can check
+// that an operation left a filter of either kind byte-identical.
+func storage(c *Cuckoo) []byte {
+	if c.packed != nil {
+		return slices.Clone(c.packed)
+	}
+	out := make([]byte, 8*len(c.words))
+	for i, w := range c.words {
+		binary.LittleEndian.PutUint64(out[8*i:], w)
+	}
+	return out
+}
+
+// cuckooKinds lists the cuckoo layouts that tests run over.
+var cuckooKinds = []Kind{KindCuckoo, KindCuckooCompact}

@@ -40,7 +40,7 @@ type mutableSummary interface {
 }
 
 // New returns an empty summary of cfg.Kind (after EnsureDefaults). rng is
-// used by the cuckoo kind only; see NewCuckoo.
+// used by the cuckoo kinds only; see NewCuckoo.
 func New(cfg Config, rng *rand.Rand) (Summary, error) {
 	return newSummary(cfg, rng)
 }
@@ -54,10 +54,10 @@ func newSummary(cfg Config, rng *rand.Rand) (mutableSummary, error) {
 	if cfg.Kind == KindBloom {
 		return newBloomSummary(cfg)
 	}
-	return newCuckoo(cfg.Seed, cfg.cuckooBuckets(), cfg.MaxKicks, rng), nil
+	return newCuckoo(cfg.Kind, cfg.Seed, cfg.cuckooBuckets(), cfg.MaxKicks, rng), nil
 }
 
-// Decode parses a full summary of either kind produced by MarshalBinary.
+// Decode parses a full summary of any kind produced by MarshalBinary.
 // Malformed input yields an error wrapping ErrCorrupt; a version, kind or
 // parameter set this build does not know yields ErrUnsupported.
 func Decode(data []byte) (Summary, error) {
@@ -69,7 +69,7 @@ func Decode(data []byte) (Summary, error) {
 		return nil, fmt.Errorf("%w: flags %#x on a full summary (deltas go to DecodeDelta)", ErrCorrupt, h.flags)
 	}
 	switch h.kind {
-	case KindCuckoo:
+	case KindCuckoo, KindCuckooCompact:
 		// A nil *Cuckoo must not become a non-nil Summary.
 		c, err := decodeCuckoo(h, body)
 		if err != nil {

@@ -26,8 +26,9 @@ const (
 // Config configures a Producer. Filter sizes the cuckoo summary; the zero
 // value of every other field takes its default.
 type Config struct {
-	// Filter sizes the summary. Kind must be filter.KindCuckoo (or zero):
-	// only cuckoo filters have deltas.
+	// Filter sizes the summary. Kind must be a cuckoo kind
+	// (filter.KindCuckoo, filter.KindCuckooCompact, or zero for the
+	// former): only cuckoo filters have deltas.
 	Filter filter.Config
 	// QueueLen is each subscriber's queue length in updates.
 	QueueLen int
@@ -59,7 +60,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {
-	case c.Filter.Kind != filter.KindCuckoo:
+	case !c.Filter.Kind.HasDeltas():
 		return fmt.Errorf("%w: kind %v has no deltas; the producer publishes cuckoo filters", ErrConfig, c.Filter.Kind)
 	case c.QueueLen < 1:
 		return fmt.Errorf("%w: queue length %d", ErrConfig, c.QueueLen)
