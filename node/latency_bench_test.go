@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -419,4 +420,53 @@ func latPercentiles(d []time.Duration) (p50, p99 time.Duration) {
 		return 0, 0
 	}
 	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
+}
+
+// BenchmarkLoopbackWake measures what one idle period costs a loopback
+// TCP round trip of 8 bytes on this machine: back to back (threads stay
+// awake) and with the request rate of BenchmarkNodeAddedLatency, one every
+// millisecond, so that both ends' threads sleep in between and each round
+// trip pays two thread wake-ups. Each hop the router adds to a request
+// pays two more (the node waking for the client's request and for the
+// engine's answer), which is part of its added latency that no code in
+// the node can remove.
+func BenchmarkLoopbackWake(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, gap := range []time.Duration{0, time.Millisecond} {
+		b.Run("gap-"+gap.String(), func(b *testing.B) {
+			buf := make([]byte, 8)
+			var lat []time.Duration
+			for b.Loop() {
+				time.Sleep(gap)
+				start := time.Now()
+				if _, err := c.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			p50, p99 := latPercentiles(lat)
+			b.ReportMetric(float64(p50)/float64(time.Microsecond), "rtt-p50-us")
+			b.ReportMetric(float64(p99)/float64(time.Microsecond), "rtt-p99-us")
+		})
+	}
 }
