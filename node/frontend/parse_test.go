@@ -24,18 +24,14 @@ func TestParseRequest(t *testing.T) {
 		lora      string
 		salt      string
 	}{
-		{name: "chat minimal", ep: endpointChat, body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, model: "m", text: "user\nhi\n"},
-		{name: "chat parts and nulls", ep: endpointChat,
-			body:  `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"max_completion_tokens":7,"user":null,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"text":"b","type":"text"}]},{"role":"assistant","content":null,"tool_calls":[]}]}`,
-			model: "m", stream: true, usage: true, maxTokens: 7, text: "user\nab\nassistant\n\n"},
-		{name: "chat escapes", ep: endpointChat, body: `{"mod\u0065l":"m\u00e9","messages":[{"role":"user","content":"a\nb\ud83d\ude00"}]}`, model: "mé", text: "user\na\nb😀\n"},
-		{name: "chat token ids and extension", ep: endpointChat, body: `{"model":"m","messages":[{"role":"user","content":"x"}],"kvrouter":{"token_ids":[1, 2 ,3],"lora":"l","other":1},"cache_salt":"s"}`, model: "m", tokens: []uint32{1, 2, 3}, lora: "l", salt: "s"},
-		{name: "completions string", ep: endpointCompletions, body: `{"model":"m","prompt":"abc","max_tokens":3}`, model: "m", maxTokens: 3, text: "abc"},
-		{name: "completions ints", ep: endpointCompletions, body: ` { "prompt" : [ 0 , 4294967295 ] , "model" : "m" } `, model: "m", tokens: []uint32{0, math.MaxUint32}},
-		{name: "completions int arrays", ep: endpointCompletions, body: `{"model":"m","prompt":[[9,8],[7]]}`, model: "m", tokens: []uint32{9, 8}},
-		{name: "completions strings", ep: endpointCompletions, body: `{"model":"m","prompt":["p","q"]}`, model: "m", text: "p"},
-		{name: "duplicate key last wins", ep: endpointCompletions, body: `{"model":"a","model":"b","prompt":"x"}`, model: "b", text: "x"},
-		{name: "messages ignored on completions", ep: endpointCompletions, body: `{"model":"m","prompt":"x","messages":5}`, model: "m", text: "x"},
+		// The parser itself is tested in internal/oaiedge; these check that
+		// every field reaches the node's request.
+		{name: "chat fields", ep: endpointChat,
+			body:  `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":7,"messages":[{"role":"user","content":"hi"}],"kvrouter":{"lora":"l"},"cache_salt":"s"}`,
+			model: "m", stream: true, usage: true, maxTokens: 7, text: "user\nhi\n", lora: "l", salt: "s"},
+		{name: "chat token ids", ep: endpointChat, body: `{"model":"m","messages":[{"role":"user","content":"x"}],"kvrouter":{"token_ids":[1,2,3]}}`, model: "m", tokens: []uint32{1, 2, 3}},
+		{name: "completions ints", ep: endpointCompletions, body: `{"model":"m","prompt":[0,4294967295],"max_tokens":3}`, model: "m", maxTokens: 3, tokens: []uint32{0, math.MaxUint32}},
+		{name: "completions string", ep: endpointCompletions, body: `{"model":"m","prompt":"abc"}`, model: "m", text: "abc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

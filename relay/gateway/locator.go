@@ -147,29 +147,49 @@ func (c *locCache) put(session, dc string, ok bool) {
 
 // ask queries every remote gateway in parallel.
 func (l *HTTPLocator) ask(ctx context.Context, session string) (string, bool, error) {
-	type reply struct {
-		dc    string
-		bound bool
-		err   error
+	dcs := make([]string, len(l.remotes))
+	byDC := make(map[string]Remote, len(l.remotes))
+	for i, r := range l.remotes {
+		dcs[i], byDC[r.DC] = r.DC, r
 	}
-	replies := make(chan reply, len(l.remotes))
-	for _, r := range l.remotes {
+	return askEach(l.homes, session, dcs, func(dc string) (bool, error) {
+		return l.askOne(ctx, byDC[dc], session)
+	}, nil)
+}
+
+// lookupReply is one DC's answer to a session lookup.
+type lookupReply struct {
+	dc    string
+	bound bool
+	err   error
+}
+
+// askEach runs ask for every DC of dcs in parallel and returns the DC the
+// session is bound in: when several are, the one homes prefers. When none
+// is bound and some lookups failed, the error joins their errors. seen,
+// when not nil, sees every reply.
+func askEach(homes Homes, session string, dcs []string, ask func(dc string) (bool, error), seen func(lookupReply)) (string, bool, error) {
+	replies := make(chan lookupReply, len(dcs))
+	for _, dc := range dcs {
 		go func() {
-			bound, err := l.askOne(ctx, r, session)
-			replies <- reply{r.DC, bound, err}
+			bound, err := ask(dc)
+			replies <- lookupReply{dc, bound, err}
 		}()
 	}
 	var best string
 	var errs []error
-	for range l.remotes {
+	for range dcs {
 		rp := <-replies
+		if seen != nil {
+			seen(rp)
+		}
 		switch {
 		case rp.err != nil:
 			errs = append(errs, rp.err)
 		case rp.bound && best == "":
 			best = rp.dc
 		case rp.bound:
-			best = l.homes.Prefer(session, best, rp.dc)
+			best = homes.Prefer(session, best, rp.dc)
 		}
 	}
 	if best != "" {

@@ -151,39 +151,13 @@ func (l *SummaryLocator) toAsk(session string) map[string]bool {
 // askAll confirms with every DC of ask in parallel; when several are
 // bound, the one Homes prefers wins.
 func (l *SummaryLocator) askAll(ctx context.Context, session string, ask map[string]bool) (string, bool, error) {
-	type reply struct {
-		dc    string
-		bound bool
-		err   error
-	}
-	replies := make(chan reply, len(ask))
+	dcs := make([]string, 0, len(ask))
 	for dc := range ask {
-		go func() {
-			bound, err := l.confirm.Confirm(ctx, dc, session)
-			replies <- reply{dc, bound, err}
-		}()
+		dcs = append(dcs, dc)
 	}
-	var best string
-	var errs []error
-	for range ask {
-		rp := <-replies
-		l.count(outcome(ask[rp.dc], rp.bound, rp.err))
-		switch {
-		case rp.err != nil:
-			errs = append(errs, rp.err)
-		case rp.bound && best == "":
-			best = rp.dc
-		case rp.bound:
-			best = l.homes.Prefer(session, best, rp.dc)
-		}
-	}
-	if best != "" {
-		return best, true, nil
-	}
-	if len(errs) > 0 {
-		return "", false, fmt.Errorf("%w: %w", ErrLocate, errors.Join(errs...))
-	}
-	return "", false, nil
+	return askEach(l.homes, session, dcs, func(dc string) (bool, error) {
+		return l.confirm.Confirm(ctx, dc, session)
+	}, func(rp lookupReply) { l.count(outcome(ask[rp.dc], rp.bound, rp.err)) })
 }
 
 // outcome labels one lookup.
