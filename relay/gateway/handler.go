@@ -34,21 +34,25 @@ func (x *exchange) serve() {
 		x.reject(err)
 		return
 	}
-	req, err := parseRequest(x.body, x.ep, g.cfg.MaxPromptTokens)
+	req, tokens, err := parseRequestPooled(x.body, x.ep, g.cfg.MaxPromptTokens)
 	if err != nil {
 		x.reject(err)
 		return
 	}
 	if x.session, err = sessionKey(x.r.Header); err != nil {
+		releaseTokens(tokens)
 		x.reject(err)
 		return
 	}
 	if from := x.r.Header.Get(ForwardedHeader); from != "" {
+		releaseTokens(tokens)
 		x.serveForwardedIn(from)
 		return
 	}
 	start := g.cfg.Now()
 	t := x.target(&req, start)
+	// The decision was the last reader of the token ids.
+	releaseTokens(tokens)
 	g.metrics.decisionTook(g.cfg.Now().Sub(start))
 	if t.remote {
 		x.serveRemote(t.dc)
@@ -73,7 +77,16 @@ func (x *exchange) readBody() error {
 	_ = x.rc.SetReadDeadline(g.cfg.Now().Add(BodyReadTimeout))
 	defer func() { _ = x.rc.SetReadDeadline(noDeadline) }()
 	rd := http.MaxBytesReader(x.w, x.r.Body, g.cfg.MaxBodyBytes)
-	body, err := io.ReadAll(rd)
+	var body []byte
+	var err error
+	if n := x.r.ContentLength; n >= 0 && n <= g.cfg.MaxBodyBytes {
+		// A declared length is read into one buffer of that size,
+		// instead of the doublings of io.ReadAll.
+		body = make([]byte, n)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
@@ -49,6 +50,39 @@ func parseRequest(body []byte, ep endpoint, limit int) (request, error) {
 		return request{}, requestErr(err)
 	}
 	return request{Model: r.Model, Tokens: r.Tokens, LoRA: r.LoRA, CacheSalt: r.CacheSalt}, nil
+}
+
+// tokenBufs recycles the token id buffers of parseRequestPooled: a
+// 12,288-token prompt's ids are 48 KiB that the decision reads once, and
+// a fresh slice per request would be most of the gateway's garbage.
+var tokenBufs = sync.Pool{New: func() any { return new([]uint32) }}
+
+// parseRequestPooled is parseRequest with the token ids parsed into a
+// buffer from tokenBufs. The request's Tokens alias it: the caller hands
+// the buffer back with releaseTokens once it no longer reads them.
+func parseRequestPooled(body []byte, ep endpoint, limit int) (request, *[]uint32, error) {
+	buf := tokenBufs.Get().(*[]uint32)
+	o := oaiedge.Options{Rules: oaiedge.GatewayRules, MaxPromptTokens: limit}
+	r, err := oaiedge.ParseReusing(body, ep.edge(), o, (*buf)[:0])
+	if s := r.Scratch(); s != nil {
+		*buf = s
+	}
+	if err != nil {
+		releaseTokens(buf)
+		return request{}, nil, requestErr(err)
+	}
+	return request{Model: r.Model, Tokens: r.Tokens, LoRA: r.LoRA, CacheSalt: r.CacheSalt}, buf, nil
+}
+
+// maxPooledTokens bounds the buffers kept for reuse: a rare 1M-token
+// prompt should not pin 4 MiB per pooled buffer.
+const maxPooledTokens = 64 << 10
+
+// releaseTokens returns a buffer of parseRequestPooled; nil is ignored.
+func releaseTokens(buf *[]uint32) {
+	if buf != nil && cap(*buf) <= maxPooledTokens {
+		tokenBufs.Put(buf)
+	}
 }
 
 // requestErr turns a refusal of the parser into the gateway's request

@@ -426,3 +426,27 @@ func skipWS(raw []byte, i int) int {
 	}
 	return i
 }
+
+// TestParsePooledMatchesParse checks that recycled token buffers give the
+// same requests as fresh parsing, including after a refusal wrote into
+// the buffer.
+func TestParsePooledMatchesParse(t *testing.T) {
+	bodies := []string{
+		tokensBody("m", 300, false),
+		`{"model":"m","prompt":[1,2,"x"]}`,
+		tokensBody("m", 20, false),
+		`{"model":"m","prompt":"text"}`,
+		tokensBody("m", 4096, false),
+	}
+	for round := range 3 {
+		for i, b := range bodies {
+			want, wantErr := parseRequest([]byte(b), endpointCompletions, 10_000)
+			got, buf, err := parseRequestPooled([]byte(b), endpointCompletions, 10_000)
+			same := got.Model == want.Model && got.LoRA == want.LoRA && got.CacheSalt == want.CacheSalt && slices.Equal(got.Tokens, want.Tokens)
+			if (err == nil) != (wantErr == nil) || !same {
+				t.Fatalf("round %d body %d: pooled %+v, %v; fresh %+v, %v", round, i, got, err, want, wantErr)
+			}
+			releaseTokens(buf)
+		}
+	}
+}
