@@ -17,9 +17,12 @@ import (
 // probes. Prefetching a round's buckets explicitly (PREFETCHT0) gained
 // nothing over plain loads: cold, the time goes to page walks, which run
 // only a few at once, and huge pages do not extend the TLB's reach on a
-// VM whose host maps 4 KiB pages. Since requests sharing prefixes keep
-// their lanes' buckets hot and most domains have far fewer than 16 lanes,
-// the simpler lane-by-lane search stays.
+// VM whose host maps 4 KiB pages. A transposed second copy of a domain's
+// lanes (bucket i of every lane side by side, so one row read answers a
+// probe position for all of them) cut the cold p99 by 55–70% but made the
+// hot query 36% slower and doubled the memory. Since requests sharing
+// prefixes keep their lanes' buckets hot and most domains have far fewer
+// than 16 lanes, the simpler lane-by-lane search stays.
 //
 // The search finds the longest prefix of hs that probably is present,
 // assuming membership is prefix-monotone (an engine caches a block only
