@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
@@ -157,6 +158,7 @@ func (n *Node) Shutdown() error {
 	n.mu.Unlock()
 	close(n.stop)
 	n.wg.Wait()
+	n.flushApplies()
 	err := n.raft.Shutdown().Error()
 	n.mu.Lock()
 	for addr, cc := range n.conns {
@@ -166,6 +168,28 @@ func (n *Node) Shutdown() error {
 	n.mu.Unlock()
 	n.closeTransport()
 	return err
+}
+
+// shutdownBarrierTimeout bounds the wait for the barrier of flushApplies
+// to be enqueued; the barrier itself resolves once applied, or when the
+// leader loses its lease.
+const shutdownBarrierTimeout = time.Second
+
+// flushApplies has a leader apply everything it committed before raft
+// shuts down. Raft's Shutdown abandons committed entries still queued for
+// the FSM, and the Apply futures of those entries never resolve
+// (hashicorp/raft#498): a caller waiting on one, such as a forwarded
+// proposal's RPC handler, would block forever. A barrier is applied after
+// every entry before it, so once it resolves every future this node handed
+// out has resolved too. Entries not yet committed resolve on their own
+// when the leader loop ends (ErrLeadershipLost).
+func (n *Node) flushApplies() {
+	if n.raft.State() != raft.Leader {
+		return
+	}
+	if err := n.raft.Barrier(shutdownBarrierTimeout).Error(); err != nil {
+		n.log.Debug("barrier before shutdown", "err", err)
+	}
 }
 
 // closeTransport closes a transport the node built: streams first, so the
