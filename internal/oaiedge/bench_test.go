@@ -21,23 +21,18 @@ func tokenBody(n int) []byte {
 }
 
 // BenchmarkParse measures a pre-tokenized completions body of 4,096 and
-// 12,288 ids under each edge's rules, parsed into a recycled scratch
-// buffer the way both edges parse.
+// 12,288 ids, parsed into a recycled scratch buffer the way both edges
+// parse.
 func BenchmarkParse(b *testing.B) {
 	for _, n := range []int{4096, 12288} {
 		body := tokenBody(n)
-		for _, rules := range []struct {
-			name  string
-			rules Rules
-		}{{"node", NodeRules}, {"gateway", GatewayRules}} {
-			b.Run(strconv.Itoa(n)+"/"+rules.name, func(b *testing.B) {
-				benchParse(b, body, Options{Rules: rules.rules, MaxPromptTokens: 1 << 20})
-			})
-		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			benchParse(b, body, Options{MaxPromptTokens: 1 << 20})
+		})
 	}
 }
 
-// BenchmarkParsePortable is BenchmarkParse's 12,288-id node case without
+// BenchmarkParsePortable is BenchmarkParse's 12,288-id case without
 // the vector parser, in the same run.
 func BenchmarkParsePortable(b *testing.B) {
 	saved := useAVX2

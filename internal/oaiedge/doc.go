@@ -19,27 +19,18 @@
 // parses in about 35 µs. relay/ must not import node/, so the code lives
 // here, below both.
 //
-// Rules. The two edges refuse different sets of bodies, and moving to one
-// parser changed neither's answers: Options.Rules selects NodeRules (the
-// node's: every field it reads is type-checked, the first fault in
-// document order is reported, messages are serialised into Text, text
-// prompts count against the limit) or GatewayRules (the gateway's, from
-// its earlier encoding/json decoding: malformed JSON anywhere is reported
-// first, then the first value of the wrong type, then a missing model,
-// then kvrouter.token_ids, then the prompt; keys also match ignoring case;
-// stream, stream_options, max_tokens and max_completion_tokens are not
-// read; messages need only be a non-empty array of any values; text
-// prompts are not limited; a null after the first string of a string
-// batch is let through; a completions prompt beside kvrouter.token_ids
-// need only be present; a null body is an empty object). TestRulesDiffer
-// pins each difference; relay/gateway checks GatewayRules against the
-// encoding/json code it replaced, by property test and fuzz target.
+// One set of rules. Both edges refuse the same bodies with the same
+// parameter names: every field routing reads is type-checked where it
+// stands and the first fault in document order is reported, messages are
+// serialised into Text, and text prompts count against the limit. The
+// gateway used to apply looser rules (those of its encoding/json decoding);
+// a body it let through was then refused by the router node behind it,
+// one WAN round trip later, so the edge now refuses it at once.
 //
 // Guarantees. No input panics a parse or makes it read outside the body
 // (a test parses bodies that end at an unmapped page). The scanner accepts
 // exactly the documents encoding/json accepts, to the same nesting limit
-// (MaxJSONDepth), and decodes strings as it does; under GatewayRules a
-// body is refused as malformed exactly when encoding/json would refuse it.
+// (MaxJSONDepth), and decodes strings as it does.
 // Token ids are integers in [0, 2^32) written as encoding/json would
 // accept them for a []uint32, with the same values; every token array of
 // a prompt (each member of a batch) is held to Options.MaxPromptTokens.

@@ -32,7 +32,6 @@ type parser struct {
 	maxTokens        int
 	maxCompletion    int
 	hasMaxCompletion bool
-	g                deferred
 }
 
 func parse(body []byte, ep Endpoint, o Options, scratch []uint32, reuse bool) (Request, error) {
@@ -41,20 +40,14 @@ func parse(body []byte, ep Endpoint, o Options, scratch []uint32, reuse bool) (R
 	}
 	ps := parser{s: Scanner{b: body}, ep: ep, o: o, reuse: reuse}
 	ps.r.Endpoint, ps.r.bytesPerToken, ps.r.scratch = ep, o.TextBytesPerToken, scratch
-	var err error
-	if o.Rules == GatewayRules {
-		err = ps.gatewayBody()
-	} else {
-		err = ps.nodeBody()
-	}
-	if err != nil {
+	if err := ps.body(); err != nil {
 		return Request{}, err
 	}
 	return ps.r, nil
 }
 
-// nodeBody reads the body under NodeRules.
-func (ps *parser) nodeBody() error {
+// body reads the whole body.
+func (ps *parser) body() error {
 	err := ps.s.Object(ps.field)
 	if err == nil {
 		err = ps.s.end()
@@ -78,7 +71,7 @@ func (ps *parser) tokens() ([]uint32, error) {
 	return t, err
 }
 
-// field reads one top-level member under NodeRules.
+// field reads one top-level member.
 func (ps *parser) field(key []byte) error {
 	s := &ps.s
 	if s.Null() {
@@ -154,7 +147,7 @@ func (ps *parser) extension(key []byte) error {
 	return s.Skip()
 }
 
-// finish applies the cross-field rules of NodeRules once the whole body
+// finish applies the cross-field rules once the whole body
 // is read.
 func (ps *parser) finish() error {
 	r := &ps.r

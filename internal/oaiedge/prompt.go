@@ -130,24 +130,13 @@ func (ps *parser) promptArray() error {
 	case first == '"':
 		return s.Array(ps.promptString)
 	case first == '[':
-		if err := s.Array(ps.promptTokens); err != nil {
-			return err
-		}
-		if len(ps.r.Tokens) == 0 {
-			return badParam("prompt", "prompt must not be empty")
-		}
-		return nil
+		return s.Array(ps.promptTokens)
 	}
 	return s.wrongType()
 }
 
-// promptString reads element i of an array of strings. Under
-// GatewayRules a null after the first is let through, as encoding/json
-// decoding into []string did.
+// promptString reads element i of an array of strings.
 func (ps *parser) promptString(i int) error {
-	if i > 0 && ps.o.Rules == GatewayRules && ps.s.Null() {
-		return nil
-	}
 	b, err := ps.s.strBytes()
 	if err == nil && i == 0 {
 		if len(b) == 0 {
@@ -158,9 +147,8 @@ func (ps *parser) promptString(i int) error {
 	return err
 }
 
-// promptTokens reads element i of an array of token id arrays. An empty
-// first array is refused at once under NodeRules, and after the whole
-// batch is checked under GatewayRules (promptArray).
+// promptTokens reads element i of an array of token id arrays; the first
+// must not be empty.
 func (ps *parser) promptTokens(i int) error {
 	if i > 0 {
 		_, err := ps.s.countTokenArray(ps.o.MaxPromptTokens)
@@ -168,7 +156,7 @@ func (ps *parser) promptTokens(i int) error {
 	}
 	tokens, err := ps.tokens()
 	ps.r.Tokens = tokens
-	if err == nil && len(tokens) == 0 && ps.o.Rules == NodeRules {
+	if err == nil && len(tokens) == 0 {
 		return badParam("prompt", "prompt must not be empty")
 	}
 	return err

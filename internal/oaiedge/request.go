@@ -27,39 +27,14 @@ func (e Endpoint) PromptParam() string {
 	return "prompt"
 }
 
-// Rules selects what Parse checks beyond well-formed JSON. The router
-// node and the DC gateway refuse different sets of bodies today (doc.go
-// lists the differences); each keeps its own set so that moving to this
-// package changed neither edge's answers.
-type Rules uint8
-
-const (
-	// NodeRules are the router node's: every field the node reads is
-	// type-checked where it stands and the first fault in document order
-	// is reported; messages are parsed into Text; text prompts count
-	// against the limit at Options.TextBytesPerToken.
-	NodeRules Rules = iota
-	// GatewayRules are the gateway's, which decoded bodies with
-	// encoding/json into a few typed fields: malformed JSON anywhere wins,
-	// then the first value of the wrong type among model, cache_salt,
-	// kvrouter and kvrouter.lora, then a missing model, then the token id
-	// extension, then the prompt. Keys also match ignoring case;
-	// stream, stream_options and the token caps are not read; messages
-	// need only be a non-empty array; text prompts are not limited; a
-	// completions prompt beside kvrouter.token_ids need only be present.
-	GatewayRules
-)
-
 // DefaultTextBytesPerToken is the usual ratio of English text under BPE
 // tokenizers, used when Options.TextBytesPerToken is zero.
 const DefaultTextBytesPerToken = 4
 
-// Options are the limits and rules of one Parse.
+// Options are the limits of one Parse.
 type Options struct {
-	// Rules selects the checks; the zero value is NodeRules.
-	Rules Rules
 	// MaxPromptTokens caps prompts: token id arrays (every one of a batch)
-	// and, under NodeRules, text at TextBytesPerToken.
+	// and text at TextBytesPerToken.
 	MaxPromptTokens int
 	// TextBytesPerToken converts a text prompt's length into an estimated
 	// token count; zero means DefaultTextBytesPerToken.
@@ -71,18 +46,15 @@ type Options struct {
 type Request struct {
 	Endpoint Endpoint
 	Model    string
-	// Stream and IncludeUsage (stream_options.include_usage) are read
-	// under NodeRules only.
+	// Stream and IncludeUsage (stream_options.include_usage).
 	Stream, IncludeUsage bool
-	// MaxTokens is max_completion_tokens, else max_tokens, else 0; read
-	// under NodeRules only.
+	// MaxTokens is max_completion_tokens, else max_tokens, else 0.
 	MaxTokens int
 	// Tokens are the prompt's token ids when the client sent them
 	// (kvrouter.token_ids, else a completions prompt of token ids, the
 	// first of a batch); nil for text prompts.
 	Tokens []uint32
-	// Text is the prompt text for text-hash routing when Tokens is nil,
-	// under NodeRules: a completions prompt (the first of a batch), or
+	// Text is the prompt text for text-hash routing when Tokens is nil: a completions prompt (the first of a batch), or
 	// for chat each message's role, a newline, its text content (text
 	// parts concatenated) and a newline.
 	Text string

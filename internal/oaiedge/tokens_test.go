@@ -79,21 +79,19 @@ func testPlainRunStopsAtLimit(t *testing.T) {
 
 // TestScratchNotSharedByTwoArrays checks that a body with both a prompt
 // token array and the kvrouter.token_ids extension keeps both arrays
-// intact, whichever comes first, under both rules.
+// intact, whichever comes first.
 func TestScratchNotSharedByTwoArrays(t *testing.T) {
 	tests := []struct{ name, body string }{
 		{name: "extension first", body: `{"model":"m","kvrouter":{"token_ids":[1,2,3]},"prompt":[7,8,9,10]}`},
 		{name: "prompt first", body: `{"model":"m","prompt":[7,8,9,10],"kvrouter":{"token_ids":[1,2,3]}}`},
 	}
 	for _, tc := range tests {
-		for _, rules := range []Rules{NodeRules, GatewayRules} {
-			t.Run(tc.name, func(t *testing.T) {
-				o := Options{Rules: rules, MaxPromptTokens: 100}
-				p, err := ParseReusing([]byte(tc.body), Completions, o, make([]uint32, 0, 64))
-				if err != nil || !slices.Equal(p.Tokens, []uint32{1, 2, 3}) {
-					t.Fatalf("tokens %v, err %v", p.Tokens, err)
-				}
-			})
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{MaxPromptTokens: 100}
+			p, err := ParseReusing([]byte(tc.body), Completions, o, make([]uint32, 0, 64))
+			if err != nil || !slices.Equal(p.Tokens, []uint32{1, 2, 3}) {
+				t.Fatalf("tokens %v, err %v", p.Tokens, err)
+			}
+		})
 	}
 }

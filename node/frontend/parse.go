@@ -26,8 +26,8 @@ func (e endpoint) edge() oaiedge.Endpoint {
 // path is the endpoint's path, on the node and on the engine alike.
 func (e endpoint) path() string { return e.edge().Path() }
 
-// parsed is what routing needs of a request body, parsed by oaiedge under
-// its NodeRules; the body itself is forwarded unchanged. buf is the pooled
+// parsed is what routing needs of a request body, parsed by oaiedge; the
+// body itself is forwarded unchanged. buf is the pooled
 // buffer the first token array was parsed into (nil when the parse used
 // none).
 type parsed struct {
@@ -46,7 +46,7 @@ func parseRequest(body []byte, ep endpoint, limit int) (*parsed, error) {
 // body into buf, a pooled buffer; the result owns buf, and release gives
 // it back. On error buf is back in the pool already.
 func parseRequestPooled(body []byte, ep endpoint, limit int, buf *[]uint32) (*parsed, error) {
-	o := oaiedge.Options{Rules: oaiedge.NodeRules, MaxPromptTokens: limit, TextBytesPerToken: TextBytesPerToken}
+	o := oaiedge.Options{MaxPromptTokens: limit, TextBytesPerToken: TextBytesPerToken}
 	if buf == nil {
 		r, err := oaiedge.Parse(body, ep.edge(), o)
 		if err != nil {

@@ -8,9 +8,9 @@
 //
 // # The decision
 //
-// The body is parsed by internal/oaiedge, the router node's parser, under
-// its GatewayRules (the gateway checks only what its decision reads). A
-// request with token ids (kvrouter.token_ids, or a completions prompt of
+// The body is parsed by internal/oaiedge, the router node's parser, so
+// the gateway refuses exactly the bodies a node would, before they cross
+// the WAN. A request with token ids (kvrouter.token_ids, or a completions prompt of
 // token ids) is hashed into block hashes with routing.BlockHashes, in the
 // model's block size (Config.Pools) and the seed of its LoRA and cache
 // salt. The exact local depth comes from a LocalIndex (RefsIndex over the

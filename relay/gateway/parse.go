@@ -39,12 +39,12 @@ type request struct {
 
 // parseRequest reads the fields the decision needs and checks the ones
 // every router node would refuse, so that a bad request is answered here
-// instead of crossing the WAN. It parses with oaiedge's GatewayRules,
-// which keep the checks (and their order) of the gateway's earlier
-// encoding/json decoding at a fraction of its cost. Errors wrap
-// ErrInvalidRequest or ErrPromptTooLong and name the parameter.
+// instead of crossing the WAN. It parses with oaiedge, the router
+// node's parser, so both refuse the same bodies with the same parameter
+// names. Errors wrap ErrInvalidRequest or ErrPromptTooLong and name the
+// parameter.
 func parseRequest(body []byte, ep endpoint, limit int) (request, error) {
-	o := oaiedge.Options{Rules: oaiedge.GatewayRules, MaxPromptTokens: limit}
+	o := oaiedge.Options{MaxPromptTokens: limit}
 	r, err := oaiedge.Parse(body, ep.edge(), o)
 	if err != nil {
 		return request{}, requestErr(err)
@@ -62,7 +62,7 @@ var tokenBufs = sync.Pool{New: func() any { return new([]uint32) }}
 // the buffer back with releaseTokens once it no longer reads them.
 func parseRequestPooled(body []byte, ep endpoint, limit int) (request, *[]uint32, error) {
 	buf := tokenBufs.Get().(*[]uint32)
-	o := oaiedge.Options{Rules: oaiedge.GatewayRules, MaxPromptTokens: limit}
+	o := oaiedge.Options{MaxPromptTokens: limit}
 	r, err := oaiedge.ParseReusing(body, ep.edge(), o, (*buf)[:0])
 	if s := r.Scratch(); s != nil {
 		*buf = s
