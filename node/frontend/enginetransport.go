@@ -36,8 +36,11 @@ import (
 // fallback net/http Transport), proxies, compression, 100-continue and
 // noticing in the background that an engine closed an idle connection.
 // For the last, a request that fails on a reused connection before a
-// single response byte arrives is retried once on a fresh one, as
-// net/http does, when the body can be replayed (GetBody).
+// single response byte arrives is retried once, as net/http does, when
+// the body can be replayed (GetBody): on a newly dialled connection, after
+// dropping the engine's other idle ones, which an engine that closed one
+// (a keep-alive timeout, a restart) has most likely closed too, since the
+// pool hands out the most recently used first.
 type engineTransport struct {
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout time.Duration
@@ -55,6 +58,12 @@ type engineTransport struct {
 // enough for the requests in flight to one engine at a busy node's rate.
 const maxIdlePerEngine = 256
 
+// engineIdleTimeout is how long an idle engine connection stays in the
+// pool: just under the 5 s keep-alive timeout of uvicorn, which serves
+// vLLM's and SGLang's OpenAI APIs, so that the pool seldom hands out a
+// connection the engine has already closed (which costs a retry).
+const engineIdleTimeout = 4 * time.Second
+
 // engineReadBuffer is the response read buffer: a large non-streamed
 // answer arrives in few reads.
 const engineReadBuffer = 64 << 10
@@ -71,7 +80,7 @@ func newEngineTransport(cfg Config) *engineTransport {
 	return &engineTransport{
 		dial:          dialer.DialContext,
 		headerTimeout: cfg.UpstreamHeaderTimeout,
-		idleTimeout:   cfg.IdleTimeout,
+		idleTimeout:   min(cfg.IdleTimeout, engineIdleTimeout),
 		maxIdle:       maxIdlePerEngine,
 		now:           cfg.Now,
 		fallback:      newTransport(cfg),
@@ -85,26 +94,25 @@ func (t *engineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || (req.ContentLength <= 0 && req.Body != nil && req.Body != http.NoBody) {
 		return t.fallback.RoundTrip(req)
 	}
-	body := req.Body
-	for attempt := 0; ; attempt++ {
-		resp, retry, err := t.exchange(req, body)
-		if err == nil {
-			return resp, nil
-		}
-		if !retry || attempt > 0 || req.GetBody == nil || req.Context().Err() != nil {
-			return nil, err
-		}
-		if body, err = req.GetBody(); err != nil {
-			return nil, err
-		}
+	resp, retry, err := t.exchange(req, req.Body, false)
+	if err == nil || !retry || req.GetBody == nil || req.Context().Err() != nil {
+		return resp, err
 	}
+	t.dropIdle(req.URL.Host)
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	resp, _, err = t.exchange(req, body, true)
+	return resp, err
 }
 
-// exchange sends req with body on one connection. retry reports a failure
-// on a reused connection before any response byte, which a fresh
-// connection may not repeat. body is closed on every path.
-func (t *engineTransport) exchange(req *http.Request, body io.ReadCloser) (_ *http.Response, retry bool, err error) {
-	pc, err := t.get(req.Context(), req.URL.Host)
+// exchange sends req with body on one connection, a newly dialled one
+// when fresh is set. retry reports a failure on a reused connection before
+// any response byte, which a fresh connection may not repeat. body is
+// closed on every path.
+func (t *engineTransport) exchange(req *http.Request, body io.ReadCloser, fresh bool) (_ *http.Response, retry bool, err error) {
+	pc, err := t.get(req.Context(), req.URL.Host, fresh)
 	if err != nil {
 		closeBody(body)
 		return nil, false, err
@@ -132,10 +140,13 @@ func isStaleConnError(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// get returns an idle connection to addr, or dials one.
-func (t *engineTransport) get(ctx context.Context, addr string) (*engineConnState, error) {
-	if pc := t.takeIdle(addr); pc != nil {
-		return pc, nil
+// get returns an idle connection to addr, or dials one (always when
+// fresh is set).
+func (t *engineTransport) get(ctx context.Context, addr string, fresh bool) (*engineConnState, error) {
+	if !fresh {
+		if pc := t.takeIdle(addr); pc != nil {
+			return pc, nil
+		}
 	}
 	c, err := t.dial(ctx, "tcp", addr)
 	if err != nil {
@@ -167,6 +178,17 @@ func (t *engineTransport) takeIdle(addr string) *engineConnState {
 	}
 	delete(t.idle, addr)
 	return nil
+}
+
+// dropIdle closes every idle connection to addr.
+func (t *engineTransport) dropIdle(addr string) {
+	t.mu.Lock()
+	list := t.idle[addr]
+	delete(t.idle, addr)
+	t.mu.Unlock()
+	for _, pc := range list {
+		pc.conn.Close()
+	}
 }
 
 // put returns a connection whose exchange ended cleanly to the pool.
@@ -241,7 +263,9 @@ func (pc *engineConnState) send(req *http.Request, body io.ReadCloser) (*http.Re
 		return nil, err
 	}
 	if d := pc.t.headerTimeout; d > 0 {
-		_ = pc.conn.SetReadDeadline(pc.t.now().Add(d))
+		// Socket deadlines are on the wall clock whatever Config.Now is,
+		// which only ages idle connections.
+		_ = pc.conn.SetReadDeadline(time.Now().Add(d))
 	}
 	resp, err := readFinalResponse(pc.br, req)
 	if err != nil {

@@ -241,3 +241,68 @@ func TestEngineTransportSendsPooledBody(t *testing.T) {
 		t.Fatalf("engine saw %d bytes, want %d", len(got)-len("POST /p "), len(data))
 	}
 }
+
+func TestEngineTransportRetryDialsFresh(t *testing.T) {
+	release := make(chan struct{})
+	e := newCountingEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+		echoHandler(w, r)
+	})
+	tr := newTestEngineTransport(t, Config{})
+	// Two requests in flight at once leave two idle connections behind.
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, e.URL+"/hold", strings.NewReader("x"))
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				_, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			errc <- err
+		}()
+	}
+	for e.conns.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The engine drops both (its keep-alive timeout): the retry after the
+	// first stale connection must not take the second one.
+	e.CloseClientConnections()
+	body := "after idle"
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/b", strings.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("request after the engine dropped its idle connections: %v", err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(data) != "POST /b after idle" {
+		t.Fatalf("got %q", data)
+	}
+}
+
+func TestEngineTransportExpiresIdleConnections(t *testing.T) {
+	e := newCountingEngine(t, echoHandler)
+	now := time.Unix(1000, 0)
+	tr := newTestEngineTransport(t, Config{Now: func() time.Time { return now }})
+	do(t, tr, context.Background(), e.URL+"/a", "x")
+	now = now.Add(engineIdleTimeout - time.Millisecond)
+	do(t, tr, context.Background(), e.URL+"/a", "x")
+	if n := e.conns.Load(); n != 1 {
+		t.Fatalf("%d connections within the idle timeout, want 1", n)
+	}
+	now = now.Add(engineIdleTimeout + time.Millisecond)
+	do(t, tr, context.Background(), e.URL+"/a", "x")
+	if n := e.conns.Load(); n != 2 {
+		t.Fatalf("%d connections after the idle timeout, want 2", n)
+	}
+}
