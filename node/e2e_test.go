@@ -209,7 +209,9 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	if _, err := resp.Body.Read(make([]byte, 1)); err != nil || first == "" {
 		t.Fatalf("first stream: %v, worker %q", err, first)
 	}
-	time.Sleep(50 * time.Millisecond) // the stored events reach the index
+	// The engine publishes the prompt's blocks once its prefill is done;
+	// the next request may only be routed after they reach the index.
+	f.waitStored(1)
 	again, cached := f.complete(append(seq(1000, 480), seq(90000, 64)...))
 	if again != first || cached < 480-16 {
 		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens", again, first, cached)
@@ -220,6 +222,18 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	}
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitStored waits until the node applied n stored events.
+func (f *fleet) waitStored(n float64) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok")) < n {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("fewer than %v stored events applied in 5s", n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
