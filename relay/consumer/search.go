@@ -8,21 +8,15 @@ import (
 // cursor is one lane's prefix search as a state machine: pos names the next
 // position to probe, step takes the probe's answer. The split keeps the
 // search independent of how probes are issued. Query runs one cursor per
-// lane, lane by lane. Advancing all lanes in lockstep rounds (so that a
-// round's cache misses overlap, with every lane still probing exactly its
-// own positions) was built and measured in BenchmarkQuery16Lanes64Blocks
-// against this: over 4,096 different requests (64 MiB of filters, cold)
-// it cut p50 by 8–28% and p99 by 25–31%, but it doubled the hot query
-// (2.6 → 5.3 µs p50), its rounds' bookkeeping costing more than the
-// probes. Prefetching a round's buckets explicitly (PREFETCHT0) gained
-// nothing over plain loads: cold, the time goes to page walks, which run
-// only a few at once, and huge pages do not extend the TLB's reach on a
-// VM whose host maps 4 KiB pages. A transposed second copy of a domain's
-// lanes (bucket i of every lane side by side, so one row read answers a
-// probe position for all of them) cut the cold p99 by 55–70% but made the
-// hot query 36% slower and doubled the memory. Since requests sharing
-// prefixes keep their lanes' buckets hot and most domains have far fewer
-// than 16 lanes, the simpler lane-by-lane search stays.
+// lane, lane by lane. Three alternatives were prototyped and measured
+// against it (docs/benchmarks.md): lanes in lockstep rounds, so that a
+// round's cache misses overlap, were faster with cold filters but about
+// twice as slow with hot ones; prefetching a round's buckets explicitly
+// gained nothing, the cold time going to page walks; a transposed second
+// copy of a domain's lanes, one row read per probe position for all of
+// them, was fastest cold but slower hot and doubled the memory. Requests
+// sharing prefixes keep their lanes' buckets hot and most domains have
+// far fewer than 16 lanes, so the simpler lane-by-lane search stays.
 //
 // The search finds the longest prefix of hs that probably is present,
 // assuming membership is prefix-monotone (an engine caches a block only
