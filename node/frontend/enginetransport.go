@@ -45,13 +45,11 @@ type engineTransport struct {
 	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
-	maxIdle       int
 	now           func() time.Time
 	fallback      *http.Transport
 
-	mu     sync.Mutex
-	idle   map[string][]*engineConnState
-	closed bool
+	mu   sync.Mutex
+	idle map[string][]*engineConnState
 }
 
 // maxIdlePerEngine bounds the idle connections kept per engine address:
@@ -81,7 +79,6 @@ func newEngineTransport(cfg Config) *engineTransport {
 		dial:          dialer.DialContext,
 		headerTimeout: cfg.UpstreamHeaderTimeout,
 		idleTimeout:   min(cfg.IdleTimeout, engineIdleTimeout),
-		maxIdle:       maxIdlePerEngine,
 		now:           cfg.Now,
 		fallback:      newTransport(cfg),
 		idle:          map[string][]*engineConnState{},
@@ -195,7 +192,7 @@ func (t *engineTransport) dropIdle(addr string) {
 func (t *engineTransport) put(pc *engineConnState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed || len(t.idle[pc.addr]) >= t.maxIdle {
+	if len(t.idle[pc.addr]) >= maxIdlePerEngine {
 		pc.conn.Close()
 		return
 	}
