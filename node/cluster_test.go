@@ -120,8 +120,12 @@ func (c *dcCluster) start(i int) {
 			c.t.Errorf("node %d: %v", i, err)
 		}
 	}()
-	if err := n.WaitReady(ctx); err != nil {
-		c.t.Fatal(err)
+	// Run ending first (say, a port taken since freeAddr) ends the wait
+	// with its error; the deadline catches a node that never listens.
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := n.WaitReady(wctx); err != nil {
+		c.t.Fatalf("node %d: %v", i, err)
 	}
 }
 

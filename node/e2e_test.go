@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -328,4 +330,31 @@ func TestBadInputGetsDocumented4xx(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestWaitReadyReturnsWhenRunFails checks that a node that cannot start
+// (its HTTP address is taken) ends WaitReady with Run's error instead of
+// leaving it waiting.
+func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := node.DefaultConfig()
+	cfg.HTTPAddr, cfg.NATSListen = taken.Addr().String(), "127.0.0.1:0"
+	n, err := node.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); !errors.Is(err, node.ErrStoppedBeforeReady) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("WaitReady: %v, want ErrStoppedBeforeReady carrying the bind error", err)
+	}
+	if err := <-runErr; err == nil {
+		t.Fatal("Run succeeded on a taken address")
+	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ type Node struct {
 	metrics *metrics.Metrics
 	addr    atomic.Pointer[net.TCPAddr]
 	ready   chan struct{}
+	// ended is closed when Run returns, runErr holding its error.
+	ended   chan struct{}
+	runErr  error
 	natsURL atomic.Pointer[string]
 	reg     atomic.Pointer[eventplane.Registry]
 	// serving reports whether the node serves requests (set by Run).
@@ -67,7 +71,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
-	return &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{})}, nil
+	return &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}, nil
 }
 
 // Metrics exposes the node's metric set (for tests and embedding).
@@ -90,18 +94,40 @@ func (n *Node) NATSURL() string {
 	return ""
 }
 
-// WaitReady blocks until the node listens, or ctx ends.
+// WaitReady blocks until the node listens, Run returns first (the error
+// says why the node never became ready), or ctx ends.
 func (n *Node) WaitReady(ctx context.Context) error {
 	select {
 	case <-n.ready:
 		return nil
+	case <-n.ended:
+		select {
+		case <-n.ready:
+			return nil
+		default:
+		}
+		return fmt.Errorf("%w: %w", ErrStoppedBeforeReady, cmp.Or(n.runErr, context.Canceled))
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
+// ErrStoppedBeforeReady is returned by WaitReady when Run returned before
+// the node was ready.
+var ErrStoppedBeforeReady = errors.New("node stopped before it was ready")
+
 // Run starts every component, serves until ctx ends and stops them again.
-func (n *Node) Run(ctx context.Context) error {
+// A Node runs once.
+func (n *Node) Run(ctx context.Context) (err error) {
+	defer func() {
+		n.runErr = err
+		close(n.ended)
+	}()
+	return n.run(ctx)
+}
+
+// run is Run's body.
+func (n *Node) run(ctx context.Context) error {
 	bus, err := natsbus.Open(natsbus.Config{URL: n.cfg.NATS, EmbeddedAddr: n.cfg.NATSListen,
 		Name: "kvrouter-node-" + n.cfg.NodeID, OnConnected: n.natsState}, n.log)
 	if err != nil {

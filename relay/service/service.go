@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ var (
 	// ErrConfig is returned for an invalid configuration; the message
 	// names the key.
 	ErrConfig = errors.New("relay: invalid config")
+	// ErrStoppedBeforeReady is returned by WaitReady when Run returned
+	// before the relay was ready.
+	ErrStoppedBeforeReady = errors.New("relay: stopped before it was ready")
 )
 
 // DefaultSummaryCapacity is the blocks a pool's summary holds before it
@@ -139,7 +143,10 @@ type Relay struct {
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
 	ready       chan struct{}
-	unmapped    atomic.Uint64
+	// ended is closed when Run returns, runErr holding its error.
+	ended    chan struct{}
+	runErr   error
+	unmapped atomic.Uint64
 	// load is the local DC's load over every pool, refreshed by loads
 	// every HeartbeatInterval; the gateway reads it per request.
 	load atomic.Pointer[producer.Load]
@@ -166,7 +173,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Producer.Filter.Kind = filter.KindCuckoo
 	}
 	r := &Relay{cfg: cfg, log: cfg.Log.With("dc", cfg.DC, "relay", cfg.Name), producers: map[string]*producer.Producer{},
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), ended: make(chan struct{})}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x72656c6179))
 	for _, p := range cfg.Pools {
 		pr, err := producer.New(poolID(cfg.DC, p), cfg.Producer, rng)
@@ -265,18 +272,36 @@ func (r *Relay) GatewayAddr() string { return *r.gatewayAddr.Load() }
 // PublishAddr is the publication service's listen address.
 func (r *Relay) PublishAddr() string { return *r.publishAddr.Load() }
 
-// WaitReady blocks until the relay listens, or ctx ends.
+// WaitReady blocks until the relay listens, Run returns first (the error
+// says why the relay never became ready), or ctx ends.
 func (r *Relay) WaitReady(ctx context.Context) error {
 	select {
 	case <-r.ready:
 		return nil
+	case <-r.ended:
+		select {
+		case <-r.ready:
+			return nil
+		default:
+		}
+		return fmt.Errorf("%w: %w", ErrStoppedBeforeReady, cmp.Or(r.runErr, context.Canceled))
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// Run starts the parts, serves until ctx ends and stops them.
-func (r *Relay) Run(ctx context.Context) error {
+// Run starts the parts, serves until ctx ends and stops them. A Relay
+// runs once.
+func (r *Relay) Run(ctx context.Context) (err error) {
+	defer func() {
+		r.runErr = err
+		close(r.ended)
+	}()
+	return r.run(ctx)
+}
+
+// run is Run's body.
+func (r *Relay) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	plane, closeBus, err := r.openRegistry(ctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,4 +257,36 @@ func toU32(in []int) []uint32 {
 func poolDomain() producer.Domain {
 	return producer.Domain{Model: mocker.DefaultModel, BlockSize: blockSize, HashScheme: producer.HashSchemeXXH3Chain,
 		HashSeed: routing.HashSeed}
+}
+
+// TestWaitReadyReturnsWhenRunFails checks that a relay that cannot start
+// (its publication address is taken) ends WaitReady with Run's error
+// instead of leaving it waiting.
+func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	r, err := service.New(service.Config{DC: "a", NATS: bus.URL(), Nodes: []string{"http://127.0.0.1:1"},
+		ClusterAPIs: []string{"127.0.0.1:1"}, GatewayAddr: "127.0.0.1:0", PublishAddr: taken.Addr().String(),
+		Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}}, Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.WaitReady(ctx); !errors.Is(err, service.ErrStoppedBeforeReady) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("WaitReady: %v, want ErrStoppedBeforeReady carrying the bind error", err)
+	}
+	if err := <-runErr; err == nil {
+		t.Fatal("Run succeeded on a taken address")
+	}
 }
