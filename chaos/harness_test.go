@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node/natsbus"
@@ -53,15 +54,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
+// freeAddr returns a free loopback address below the ephemeral port
+// range, so that a member restarting on it can bind it again (see
+// internal/freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // member is one router node process.

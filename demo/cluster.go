@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
@@ -71,7 +72,7 @@ func startDC(ctx context.Context, cfg Config, dc, httpAddr, policy string, log *
 	var peers []string
 	for i := range addrs {
 		for j := range addrs[i] {
-			if addrs[i][j], err = freeAddr(); err != nil {
+			if addrs[i][j], err = freeport.Loopback(); err != nil {
 				return nil, err
 			}
 		}
@@ -112,16 +113,6 @@ func startDC(ctx context.Context, cfg Config, dc, httpAddr, policy string, log *
 		}
 	}
 	return c, nil
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func (c *Cluster) start(ctx context.Context, i int) error {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/internal/netem"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/relay/gateway"
@@ -61,10 +62,10 @@ func StartFederation(ctx context.Context, cfg Config, log *slog.Logger) (_ *Fede
 	}
 	var gw, pub [2]string
 	for i := range 2 {
-		if gw[i], err = freeAddr(); err != nil {
+		if gw[i], err = freeport.Loopback(); err != nil {
 			return nil, err
 		}
-		if pub[i], err = freeAddr(); err != nil {
+		if pub[i], err = freeport.Loopback(); err != nil {
 			return nil, err
 		}
 	}

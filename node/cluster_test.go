@@ -17,6 +17,7 @@ import (
 
 	"encoding/json"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"io"
 	"log/slog"
@@ -33,15 +34,16 @@ import (
 	"github.com/kvrouter/kvrouter/node/natsbus"
 )
 
-// freeAddr returns a loopback address that was free a moment ago.
+// freeAddr returns a free loopback address below the ephemeral port
+// range, so that a member restarting on it can bind it again (see
+// internal/freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // dcCluster is three router nodes of one DC in raft, sharing one NATS

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
@@ -28,14 +29,16 @@ import (
 
 const blockSize = 16
 
+// freeAddr returns a free loopback address below the ephemeral port
+// range, so that a member restarting on it can bind it again (see
+// internal/freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func testLog() *slog.Logger {
