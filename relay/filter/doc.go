@@ -17,9 +17,15 @@
 // fingerprint), partial-key cuckoo hashing: an evicted fingerprint finds its
 // other bucket without its block hash, and the map is an involution that
 // never maps a bucket to itself. An insert that finds both buckets full
-// evicts random victims along a walk of at most MaxKicks (default 500); if
-// the walk fails, every touched bucket is restored in reverse order and
-// ErrFull is returned, so a failed insert leaves the filter byte-identical.
+// first looks one step ahead: a fingerprint of either bucket whose
+// alternate has an empty lane moves there and fp takes its place. Only if
+// none can, it evicts random victims along a walk of at most MaxKicks
+// (default 500), looking ahead the same way at every step; if the walk
+// fails, every touched bucket is restored in reverse order and ErrFull is
+// returned, so a failed insert leaves the filter byte-identical. The
+// look-ahead's loads depend only on buckets already read, so their cache
+// misses overlap; filling 2^18 buckets to 95% takes 110,000 dependent walk
+// steps with it and 900,000 without, which halved the mean insert.
 //
 // Both layouts share all of that code: algorithms see a bucket as one
 // logical uint64 of four 16-bit lanes searched with SWAR (broadcast XOR,
@@ -100,21 +106,20 @@
 //	go test -run '^$' -bench 'Insert|Lookup' -benchtime 1s -count 3 ./relay/filter
 //
 // (ns per operation, range over the three runs; insert is averaged over
-// filling an empty filter to 95%, kicks included):
+// filling an empty filter to 95%, evictions included):
 //
 //	kind                  bits/entry  lookup hit  lookup miss  insert
-//	cuckoo                16.84       22          13 .. 14     49 .. 63
-//	cuckoo-compact        12.63       28 .. 37    22 .. 25     75 .. 115
-//	bloom at 1.16e-4      18.86       120 .. 141  97 .. 108    135 .. 168
-//	bloom at 9.28e-4      14.53       102 .. 140  92 .. 104    124 .. 177
+//	cuckoo                16.84       24 .. 28    16 .. 20     43 .. 50
+//	cuckoo-compact        12.63       29 .. 33    32 .. 35     59 .. 75
+//	bloom at 1.16e-4      18.86       136 .. 170  108 .. 116   160 .. 209
+//	bloom at 9.28e-4      14.53       114 .. 148  111 .. 122   135 .. 167
 //
-// The machine was loaded by other work (load average 3 to 5 on 2 cores)
-// during these runs, which is most of the spread: the lookup targets (60 ns)
-// hold in every run, the compact insert target (100 ns) in quiet runs only.
+// The machine is shared and noisy (load average about 1 during these
+// runs); the lookup (60 ns) and insert (100 ns) targets hold in every run.
 // Filling in-cache tables (2^10 buckets) shows where the compact layout's
-// extra ~22 ns per insert goes: about 1.9 bucket encodes (sort and rank)
-// and 2.2 decodes per insert at this fill, each a dependent chain of 20 to
-// 35 cycles; a lookup pays two decodes, 6 to 10 ns.
+// extra ~20 ns per insert goes: bucket encodes (sort and rank) and decodes,
+// each a dependent chain of 20 to 35 cycles; a lookup pays two decodes, 6
+// to 10 ns.
 //
 // # Which kind wins
 //
