@@ -54,14 +54,16 @@ func benchConsumer(b *testing.B, requests int, full bool) (*Consumer, [][]routin
 	return c, reqs
 }
 
-// reportLatencies reports the p50 and p99 of lat in ns.
-func reportLatencies(b *testing.B, lat []time.Duration) {
+// reportLatencies reports the p50 and p99 of lat in ns and returns the
+// p50.
+func reportLatencies(b *testing.B, lat []time.Duration) time.Duration {
 	slices.Sort(lat)
 	if len(lat) == 0 {
-		return
+		return 0
 	}
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	return lat[len(lat)/2]
 }
 
 // BenchmarkQuery16Lanes64Blocks measures one prefix query over 16 lanes
@@ -76,6 +78,7 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 		{name: "mixed-depths/4096-requests", requests: 4096},
 		{name: "all-lanes-full/4096-requests", requests: 4096, full: true},
 	}
+	var hotP50 time.Duration
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, bc.full)
@@ -90,9 +93,84 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 				dst = c.Query(dst[:0], domain, hs, now)
 				lat = append(lat, time.Since(start))
 			}
-			reportLatencies(b, lat)
+			p50 := reportLatencies(b, lat)
+			if bc.requests == 1 {
+				hotP50 = p50
+			}
 		})
 	}
+	b.Run("noise-floor", func(b *testing.B) { benchNoiseFloor(b, hotP50) })
+}
+
+// BenchmarkProbeCost measures one filter lookup issued back to back with
+// others that do not depend on it: the first 20 blocks of a request on
+// each of the 16 lanes, for one repeated request (hot) and for 4,096
+// requests (cold). It is the floor under a cold prefix query, which cannot
+// overlap its probes better than independent lookups do.
+func BenchmarkProbeCost(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		requests int
+	}{{"hot", 1}, {"cold", 4096}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, reqs := benchConsumer(b, bc.requests, false)
+			var fs []*filter.Cuckoo
+			for _, e := range c.lanes.Load().byDomain[domain] {
+				fs = append(fs, e.lane.f)
+			}
+			probes, hits, i := 0, 0, 0
+			for b.Loop() {
+				hs := reqs[i%len(reqs)]
+				i++
+				for _, f := range fs {
+					for _, h := range hs[:20] {
+						if f.Contains(h) {
+							hits++
+						}
+					}
+					probes += 20
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(probes), "ns/probe")
+			b.ReportMetric(float64(hits)/float64(max(probes, 1)), "hit-ratio")
+		})
+	}
+}
+
+// benchNoiseFloor times a fixed computation calibrated to take about as
+// long as the hot query's median, the same way: the spread between its
+// p50 and p99 is what the machine adds to any computation of that length
+// (interrupts, the hypervisor, other tenants), against which the query's
+// own tail is judged.
+func benchNoiseFloor(b *testing.B, target time.Duration) {
+	if target <= 0 {
+		b.Skip("no hot query median to calibrate against")
+	}
+	const probe = 1 << 14
+	start := time.Now()
+	sink := spin(probe)
+	per := float64(time.Since(start)) / probe
+	n := int(float64(target) / per)
+	lat := make([]time.Duration, 0, 1<<20)
+	for b.Loop() {
+		start := time.Now()
+		sink += spin(n)
+		lat = append(lat, time.Since(start))
+	}
+	reportLatencies(b, lat)
+	if sink == 42 {
+		b.Log(sink)
+	}
+}
+
+// spin runs n steps of a linear congruential generator, a dependent chain
+// of multiply-adds the compiler cannot shorten.
+func spin(n int) uint64 {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
 }
 
 // BenchmarkQueryDuringApply measures query latency while another
