@@ -121,13 +121,20 @@ func (c *Consumer) Close() {
 // Query returns, appended to dst, one Result per lane of domain (sorted by
 // DC): the longest prefix of hs each remote pool probably holds. hs are the
 // request's block hashes in that domain's hashing; now measures staleness.
-// Each lane is searched under its own read lock, one lane at a time, so a
-// query never holds two locks and a lane applying a delta delays only its
-// own part of the query.
+// The domain's lanes share one read-write lock, which the query holds for
+// reading while it searches them one after the other (see the package doc
+// for why one lock per domain and not per lane).
 func (c *Consumer) Query(dst []Result, domain producer.Domain, hs []routing.SeqHash, now time.Time) []Result {
-	for _, e := range c.lanes.Load().byDomain[domain] {
+	es := c.lanes.Load().byDomain[domain]
+	if len(es) == 0 {
+		return dst
+	}
+	mu := es[0].lane.mu
+	mu.RLock()
+	for _, e := range es {
 		dst = append(dst, e.lane.query(hs, c.cfg.VerifyWindow, now))
 	}
+	mu.RUnlock()
 	return dst
 }
 
@@ -144,10 +151,16 @@ func (c *Consumer) Lanes(now time.Time) []LaneStatus {
 }
 
 // with returns a copy of s with e added, keeping each domain's lanes
-// sorted by DC.
+// sorted by DC and giving e's lane its domain's lock (a new one for the
+// domain's first lane). It runs before the lane's goroutine starts.
 func (s *laneSet) with(e *laneEntry) *laneSet {
 	next := &laneSet{byDomain: maps(s.byDomain)}
 	d := e.lane.pool.Domain
+	if es := s.byDomain[d]; len(es) > 0 {
+		e.lane.mu = es[0].lane.mu
+	} else {
+		e.lane.mu = new(sync.RWMutex)
+	}
 	es := append(slices.Clone(s.byDomain[d]), e)
 	slices.SortFunc(es, func(a, b *laneEntry) int { return cmp.Compare(a.lane.pool.DC, b.lane.pool.DC) })
 	next.byDomain[d] = es

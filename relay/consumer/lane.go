@@ -25,7 +25,9 @@ type Lane struct {
 	cfg    *Config
 	rng    *rand.Rand
 
-	mu      sync.RWMutex
+	// mu is shared by every lane of the pool's cache domain (laneSet.with
+	// sets it), so that a query takes one read lock for all of them.
+	mu      *sync.RWMutex
 	f       *filter.Cuckoo
 	epoch   uint64
 	seq     uint64
@@ -175,10 +177,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// query answers one lane's part of a query under the read lock.
+// query answers one lane's part of a query; the caller holds l.mu for
+// reading.
 func (l *Lane) query(hs []routing.SeqHash, window int, now time.Time) Result {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
 	r := Result{Pool: l.pool, Ready: l.f != nil, Load: l.load}
 	if r.Ready {
 		r.Depth = prefixDepth(l.f, hs, window)
