@@ -104,7 +104,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		ClusterSize, cfg.HTTPAddr, cfg.Engines)
 	fmt.Fprintf(out, "(Llama-3.1-8B/H100 timing model, %gx speed), hard session affinity by conversation.\n", cfg.Compress)
 	fmt.Fprintf(out, "Replaying the first %d requests of the bundled Mooncake trace over HTTP, %gx compressed, per policy,\n", len(cfg.Trace), cfg.Compress)
-	fmt.Fprintf(out, "round-robin over the live nodes; the raft leader is killed halfway through and restarted.\n\n")
+	fmt.Fprintf(out, "round-robin over the live nodes; the raft leader is killed halfway through and restarted.\n")
+	fmt.Fprintf(out, "A session is named by its prompt's first block, and only a prompt sharing that block can reuse a cached\n")
+	fmt.Fprintf(out, "prefix, so both policies serve every possible reuse on the session's engine: here they differ in load and\n")
+	fmt.Fprintf(out, "TTFT, while the simulation above compares their hit ratios without sessions.\n\n")
 	var sums []Summary
 	for _, p := range cfg.Policies {
 		s, err := replayPolicy(ctx, cfg, p, log)
