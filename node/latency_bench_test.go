@@ -470,3 +470,66 @@ func BenchmarkLoopbackWake(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoopbackBody measures what moving one request body of
+// BenchmarkNodeAddedLatency (12,288 token ids, about 77 KB of JSON) over a
+// loopback TCP connection costs on this machine, at that benchmark's rate
+// of one a millisecond: write-us is the sender's write call (the kernel
+// copies the body and runs the receiving side of TCP within it), rtt-us the
+// time until the receiver, having read it all, answers one byte. The
+// router adds one such hop to every request, a cost that belongs to the
+// transport and not to the node's code.
+func BenchmarkLoopbackBody(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	prefix := make([]uint32, latPrefix)
+	for j := range prefix {
+		prefix[j] = uint32(rng.IntN(latVocabulary))
+	}
+	body := latencyBodies(1, [][]uint32{prefix}, rng)[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, len(body))
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf[:1]); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	one := make([]byte, 1)
+	var writes, rtts []time.Duration
+	for b.Loop() {
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		if _, err := c.Write(body); err != nil {
+			b.Fatal(err)
+		}
+		wrote := time.Since(start)
+		if _, err := io.ReadFull(c, one); err != nil {
+			b.Fatal(err)
+		}
+		writes, rtts = append(writes, wrote), append(rtts, time.Since(start))
+	}
+	w50, _ := latPercentiles(writes)
+	r50, r99 := latPercentiles(rtts)
+	b.ReportMetric(float64(len(body)), "body-bytes")
+	b.ReportMetric(float64(w50)/float64(time.Microsecond), "write-p50-us")
+	b.ReportMetric(float64(r50)/float64(time.Microsecond), "rtt-p50-us")
+	b.ReportMetric(float64(r99)/float64(time.Microsecond), "rtt-p99-us")
+}
