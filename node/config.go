@@ -85,6 +85,10 @@ func (c *Config) Validate() error {
 	if err := c.Dispatch.Validate(); err != nil {
 		return err
 	}
+	if !frontend.ValidEngineAPIKey(c.Frontend.EngineAPIKey) {
+		// The key stays out of the message, which may be logged.
+		return fmt.Errorf("%w: engine_api_key holds a space or a control character", ErrConfig)
+	}
 	if c.Frontend.MaxPromptTokens == 0 {
 		c.Frontend.MaxPromptTokens = c.Dispatch.MaxPromptTokens
 	}

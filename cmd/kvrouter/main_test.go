@@ -116,3 +116,21 @@ func TestRelayFlagsSelectCompactSummaries(t *testing.T) {
 		t.Fatalf("kind %s", got)
 	}
 }
+
+// TestAPIKeyErrorsNameTheKeyNotTheSecret: a key that cannot go in a header
+// stops the node and the mocker before they start anything, with an error
+// that names the option and does not repeat the key.
+func TestAPIKeyErrorsNameTheKeyNotTheSecret(t *testing.T) {
+	const secret = "top secret"
+	for _, tc := range []struct{ cmd, flag, key string }{
+		{"node", "--engine-api-key", "engine_api_key"},
+		{"mocker", "--api-key", "api_key"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			_, err := run(t, tc.cmd, "--http-addr", "127.0.0.1:0", tc.flag, secret)
+			if err == nil || !strings.Contains(err.Error(), tc.key) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("err %v, want one naming %s without the key", err, tc.key)
+			}
+		})
+	}
+}

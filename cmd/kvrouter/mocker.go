@@ -41,6 +41,7 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget of one iteration (chunked prefill)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most requests running at once")
 	fs.Float64Var(&e.SpeedUp, "speedup", e.SpeedUp, "run the timing model this many times faster than real time")
+	fs.StringVar(&c.APIKey, "api-key", "", "require this bearer token on /v1 requests, like vLLM's --api-key (prefer KVR_API_KEY: flags show in process lists)")
 	f.log.register(fs)
 }
 
@@ -67,6 +68,11 @@ func runMocker(cmd *cobra.Command, f *mockerFlags) error {
 	}
 	log, err := f.log.logger(os.Stderr)
 	if err != nil {
+		return err
+	}
+	// Validate before connecting, so that a bad option is reported as
+	// such and not as whatever the connection attempt ran into.
+	if err := f.cfg.EnsureDefaults().Validate(); err != nil {
 		return err
 	}
 	bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker"}, log)

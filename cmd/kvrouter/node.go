@@ -70,6 +70,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&d.Seed, "seed", 0, "seed of the selectors' random tie-breaks, fixed so that decisions are reproducible")
 	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", frontend.MaxBodyBytes, "largest request body accepted")
 	fs.IntVar(&c.Frontend.OverloadStatus, "overload-status", frontend.OverloadStatus, "HTTP status when every engine is over its busy thresholds")
+	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", eventplane.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", eventplane.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
 	f.log.register(fs)

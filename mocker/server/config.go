@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
@@ -66,6 +67,10 @@ type Config struct {
 	MaxOutputTokens int `koanf:"max_output_tokens"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// APIKey, when set, makes the /v1 endpoints require "Authorization:
+	// Bearer <key>" and answer 401 otherwise, as vLLM and SGLang do when
+	// started with --api-key; /health stays open.
+	APIKey string `koanf:"api_key"`
 	// Engine shapes every rank's simulated engine: model name, block size,
 	// KV blocks, batching limits, and SpeedUp, which divides every
 	// iteration time inside the engine (10 makes requests ten times
@@ -132,6 +137,7 @@ func (c *Config) Validate() error {
 		{"default_max_tokens", c.DefaultMaxTokens < 1, "must be positive"},
 		{"max_output_tokens", c.MaxOutputTokens < c.DefaultMaxTokens, "must be at least default_max_tokens"},
 		{"max_body_bytes", c.MaxBodyBytes < 1, "must be positive"},
+		{"api_key", strings.ContainsFunc(c.APIKey, func(r rune) bool { return r <= ' ' || r >= 0x7f }), "must be visible ASCII without spaces"},
 		{"engine.model", len(c.Engine.Model) > wire.MaxModelNameBytes, fmt.Sprintf("must be at most %d bytes", wire.MaxModelNameBytes)},
 	}
 	for _, k := range checks {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/kvrouter/kvrouter/mocker"
 )
@@ -19,7 +21,8 @@ const (
 )
 
 // Handler is the OpenAI-compatible HTTP API: POST /v1/chat/completions and
-// /v1/completions (streaming or not), GET /v1/models and GET /health.
+// /v1/completions (streaming or not), GET /v1/models and GET /health, the
+// /v1 endpoints behind Config.APIKey when it is set.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +36,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	if s.cfg.APIKey == "" {
+		return mux
+	}
+	want := []byte("Bearer " + s.cfg.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if strings.HasPrefix(r.URL.Path, "/v1/") && subtle.ConstantTimeCompare(got, want) != 1 {
+			writeError(w, http.StatusUnauthorized, "authentication_error", "invalid_api_key", "missing or wrong API key")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 type parser func(body []byte, lim limits) (*generation, error)

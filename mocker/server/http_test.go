@@ -196,6 +196,44 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
+// TestAPIKey checks that an engine started with an API key refuses /v1
+// requests without its bearer token (401, OpenAI error body) and serves
+// them with it, while /health stays open.
+func TestAPIKey(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.APIKey = "s3cret" }, nil)
+	body := `{"prompt":"hello","max_tokens":1}`
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"no key", nil, 401},
+		{"wrong key", map[string]string{"Authorization": "Bearer other"}, 401},
+		{"not bearer", map[string]string{"Authorization": "s3cret"}, 401},
+		{"right key", map[string]string{"Authorization": "Bearer s3cret"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, out := h.post("/v1/completions", body, tc.header)
+			if status != tc.status {
+				t.Fatalf("status %d (%s), want %d", status, out, tc.status)
+			}
+			if status == 401 {
+				var e apiError
+				if err := json.Unmarshal([]byte(out), &e); err != nil || e.Error.Code != "invalid_api_key" {
+					t.Fatalf("401 body %s", out)
+				}
+			}
+		})
+	}
+	if status, _ := h.get("/health"); status != 200 {
+		t.Fatalf("/health behind the key: status %d", status)
+	}
+	bad := &Config{APIKey: "two words"}
+	if err := bad.EnsureDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "api_key") {
+		t.Fatalf("key with a space: %v", err)
+	}
+}
+
 func TestModelsAndHealth(t *testing.T) {
 	h := startHarness(t, nil, nil)
 	client := h.client()

@@ -47,6 +47,12 @@ type Config struct {
 	UpstreamDialTimeout   time.Duration
 	UpstreamHeaderTimeout time.Duration
 
+	// EngineAPIKey, when set, goes to every engine as "Authorization:
+	// Bearer <key>": the key an engine started with --api-key (vLLM,
+	// SGLang) requires. One key serves the fleet. Clients' own
+	// credentials are never passed on, and the key is never logged.
+	EngineAPIKey string
+
 	// OverloadStatus is the HTTP status for dispatch.ErrOverloaded (529 by
 	// default; 429 and 503 are common alternatives).
 	OverloadStatus int
@@ -102,6 +108,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxPromptTokens %d is negative", ErrConfig, c.MaxPromptTokens)
 	case c.OverloadStatus < 400 || c.OverloadStatus > 599:
 		return fmt.Errorf("%w: OverloadStatus %d is not an error status", ErrConfig, c.OverloadStatus)
+	case !ValidEngineAPIKey(c.EngineAPIKey):
+		// The key itself stays out of the message, which may be logged.
+		return fmt.Errorf("%w: EngineAPIKey holds a space or a control character", ErrConfig)
 	}
 	for name, d := range map[string]time.Duration{
 		"ReadHeaderTimeout": c.ReadHeaderTimeout, "BodyReadTimeout": c.BodyReadTimeout,
@@ -114,4 +123,15 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ValidEngineAPIKey reports whether key can be sent as a bearer token:
+// visible ASCII only, so that it can neither split nor end a header line.
+func ValidEngineAPIKey(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] <= ' ' || key[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }

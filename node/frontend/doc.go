@@ -31,8 +31,11 @@
 // request field today, so nothing is added or stripped (engines read
 // kvrouter.token_ids themselves). Upstream headers are Content-Type,
 // Accept, X-Request-Id (the client's, or a generated one, echoed in the
-// response) and the trace context; the client's credentials are not
-// forwarded.
+// response), the trace context, and Authorization: Bearer with
+// Config.EngineAPIKey when one is set; the client's credentials are not
+// forwarded. An engine answering 401 or 403 refused the router's key, a
+// deployment fault, so the client gets 502 rather than the engine's
+// status.
 //
 // Errors. Every error answered to a client is in the OpenAI shape
 // {"error":{"message","type","param","code"}}, with its status from one

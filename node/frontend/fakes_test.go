@@ -128,10 +128,14 @@ type fakeEngine struct {
 	// status and errBody make the engine answer with an error.
 	status  int
 	errBody string
+	// apiKey, when set, makes the engine answer 401 to requests without
+	// "Authorization: Bearer <apiKey>", as vLLM started with --api-key does.
+	apiKey string
 
 	mu       sync.Mutex
 	bodies   [][]byte
 	ids      []string
+	auths    []string
 	canceled chan struct{}
 }
 
@@ -150,7 +154,13 @@ func (e *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.bodies = append(e.bodies, body)
 	e.ids = append(e.ids, r.Header.Get("X-Request-Id"))
+	e.auths = append(e.auths, r.Header.Get("Authorization"))
 	e.mu.Unlock()
+	if e.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+e.apiKey {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"Unauthorized"}`)
+		return
+	}
 	if e.status != 0 {
 		w.WriteHeader(e.status)
 		_, _ = io.WriteString(w, e.errBody)

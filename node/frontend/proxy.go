@@ -33,6 +33,8 @@ func (x *exchange) proxy(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return x.engineRefusedKey(resp)
 	case resp.StatusCode >= 400:
 		return x.relayError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
@@ -44,8 +46,9 @@ func (x *exchange) proxy(ctx context.Context) error {
 }
 
 // upstreamRequest builds the engine request: the client's body byte for
-// byte, the request id and the trace context. The client's credentials
-// are not forwarded: they authenticate to the node, not to the engine.
+// byte, the request id, the trace context and the engines' API key when
+// one is configured. The client's own credentials are not forwarded: they
+// are meant for the service in front of the fleet, not for the engines.
 // The body is read from the exchange's pooled buffer, and GetBody lets
 // the transport replay it on a fresh connection when a kept-alive one
 // turns out to be closed.
@@ -63,6 +66,9 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	req.GetBody = x.body.reader
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", x.id)
+	if k := x.s.cfg.EngineAPIKey; k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
 	if x.p.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	} else {
@@ -85,6 +91,18 @@ func (x *exchange) upstreamFailed(ctx context.Context, cause error) error {
 	}
 	x.fail(fmt.Errorf("%w: engine %v did not answer", ErrUpstream, x.dec.Worker))
 	return fmt.Errorf("%w: %w", ErrUpstream, cause)
+}
+
+// engineRefusedKey handles an engine that refused the router's
+// credentials (401 or 403). That is the deployment's fault, not the
+// client's, so the client gets 502 rather than a status that tells it to
+// fix its own key, and the log says which setting to check.
+func (x *exchange) engineRefusedKey(resp *http.Response) error {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxUpstreamErrorBytes))
+	x.s.log.Warn("engine refused the router's credentials", "request", x.id, "worker", x.dec.Worker.String(),
+		"status", resp.StatusCode, "engine_api_key_set", x.s.cfg.EngineAPIKey != "")
+	x.fail(fmt.Errorf("%w: engine %v refused the router's credentials (status %d)", ErrUpstream, x.dec.Worker, resp.StatusCode))
+	return fmt.Errorf("%w: engine status %d", ErrUpstream, resp.StatusCode)
 }
 
 // relayError passes an engine's error status on with its body normalised

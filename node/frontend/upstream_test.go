@@ -65,6 +65,55 @@ func TestEngineErrorStatusPassedOn(t *testing.T) {
 	}
 }
 
+// TestEngineAPIKey: with EngineAPIKey set, every engine request carries it
+// as a bearer token in place of the client's own credentials; an engine
+// that refuses the router's credentials costs the client a 502 that names
+// them, not a 401 that would blame the client's key.
+func TestEngineAPIKey(t *testing.T) {
+	engineWants := func(e *fakeEngine) { e.apiKey = "engine-key" }
+	clientAuth := map[string]string{"Authorization": "Bearer client-key"}
+	t.Run("key set", func(t *testing.T) {
+		ts, _, e := setup(t, Config{EngineAPIKey: "engine-key"}, engineWants)
+		resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x"}`, clientAuth)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		_ = resp.Body.Close()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.auths) != 1 || e.auths[0] != "Bearer engine-key" {
+			t.Fatalf("engine saw Authorization %q", e.auths)
+		}
+	})
+	t.Run("key missing", func(t *testing.T) {
+		ts, r, e := setup(t, Config{}, engineWants)
+		resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x"}`, clientAuth)
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502", resp.StatusCode)
+		}
+		var env struct{ Error struct{ Message string } }
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || !strings.Contains(env.Error.Message, "credentials") {
+			t.Fatalf("error body %+v (%v)", env, err)
+		}
+		_ = resp.Body.Close()
+		if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+			t.Fatalf("Done errors %v", errs)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.auths) != 1 || e.auths[0] != "" {
+			t.Fatalf("client credentials reached the engine: %q", e.auths)
+		}
+	})
+	t.Run("invalid key", func(t *testing.T) {
+		for _, k := range []string{"two words", "line\nbreak", "tab\t"} {
+			if err := (Config{EngineAPIKey: k}).withDefaults().Validate(); !errors.Is(err, ErrConfig) || strings.Contains(err.Error(), k) {
+				t.Fatalf("key %q: %v", k, err)
+			}
+		}
+	})
+}
+
 func TestEngineUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
