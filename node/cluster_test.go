@@ -3,22 +3,8 @@ package node_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"path/filepath"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"encoding/json"
 	"fmt"
-	"github.com/kvrouter/kvrouter/internal/freeport"
-	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"io"
 	"log/slog"
 	"net"
@@ -28,10 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kvrouter/kvrouter/internal/freeport"
+	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
 // freeAddr returns a free loopback address below the ephemeral port
@@ -340,9 +332,9 @@ func TestClusterOverMutualTLS(t *testing.T) {
 		t.Skip("three raft nodes and engines; run without -short")
 	}
 	dir := t.TempDir()
-	cert, key, ca := writeTestPKI(t, dir)
+	pki := mtlstest.WritePKI(t, dir)
 	c := startDCCluster(t, 2, func(cfg *node.Config) {
-		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey, cfg.Cluster.TLSCA = cert, key, ca
+		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey, cfg.Cluster.TLSCA = pki.Cert, pki.Key, pki.CA
 	})
 	id := "tls-session"
 	want := c.complete(0, id, tokens(5, 64))
@@ -361,52 +353,6 @@ func TestClusterOverMutualTLS(t *testing.T) {
 	if _, err := kvrpb.NewClusterAdminClient(conn).Status(ctx, &kvrpb.AdminStatusRequest{}); err == nil {
 		t.Fatal("a plaintext client was served by a TLS cluster API")
 	}
-}
-
-// writeTestPKI writes a CA and one loopback certificate signed by it, used
-// as server and client certificate by every member.
-func writeTestPKI(t *testing.T, dir string) (cert, key, ca string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kvrouter test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kvrouter member"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(leafKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	return write("member.pem", "CERTIFICATE", leafDER), write("member-key.pem", "EC PRIVATE KEY", keyDER),
-		write("ca.pem", "CERTIFICATE", caDER)
 }
 
 // TestClusterJoinAndLeave adds a fourth member with --join through a

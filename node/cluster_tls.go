@@ -2,32 +2,22 @@ package node
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
+
+	"github.com/kvrouter/kvrouter/internal/mtls"
 )
 
 // ClusterTLS loads the cluster network's mutual TLS: this member's
 // certificate and key, and the CA that signs every member's certificate.
 // The server side requires and verifies a client certificate from that
 // CA; the client side verifies the server against it. The same files
-// serve raft's transport, the cluster API and `kvrouter cluster`.
+// serve raft's transport, the cluster API, `kvrouter cluster` and a
+// relay following the cluster's ownership stream.
 func ClusterTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	server, client, err = mtls.Load("cluster_tls", mtls.Files{Cert: certFile, Key: keyFile, CA: caFile})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: cluster_tls_cert/cluster_tls_key: %v", ErrConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: cluster_tls_ca: %v", ErrConfig, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%w: cluster_tls_ca %s: no PEM certificate", ErrConfig, caFile)
-	}
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
-		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}
 	return server, client, nil
 }
 

@@ -48,6 +48,12 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Producer.Filter.Capacity, "summary-capacity", service.DefaultSummaryCapacity, "blocks a pool's summary holds before it grows")
 	fs.StringVar(&f.kind, "summary-kind", filter.KindCuckoo.String(), "the pools' summary filter: cuckoo (16-bit fingerprints, ~1.2e-4 false positives, 16.8 bits per block) or cuckoo-compact (semi-sorted, ~9.3e-4, 12.6 bits per block)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", time.Second, "how often summaries carry the pools' load to peers")
+	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM certificate presented to the DC's cluster API when its nodes run with --cluster-tls-* (with --cluster-tls-key and --cluster-tls-ca)")
+	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM CA certificate of the DC's cluster")
+	fs.StringVar(&c.WANTLS.Cert, "wan-tls-cert", "", "PEM certificate of this relay for mutual TLS on the summary publication between DCs (with --wan-tls-key and --wan-tls-ca)")
+	fs.StringVar(&c.WANTLS.Key, "wan-tls-key", "", "PEM private key of --wan-tls-cert")
+	fs.StringVar(&c.WANTLS.CA, "wan-tls-ca", "", "PEM CA certificate that signs every relay's WAN certificate")
 	f.log.register(fs)
 }
 

@@ -29,6 +29,13 @@
 //     whom to ask, and the peer's gateway confirms over HTTP (see
 //     relay/gateway, Sessions).
 //
+// Transport security: Config.ClusterTLS is the client side of the DC's
+// cluster API when its nodes run with mutual TLS, and Config.WANTLS turns
+// on mutual TLS for the publication service and the subscriptions to the
+// peers (internal/mtls loads both). Forwarded requests and session
+// lookups between gateways go over plain HTTP to the peers' gateway
+// URLs; the gateway does not terminate TLS.
+//
 // What it refuses to do: it keeps no durable state (everything is rebuilt
 // from the stream and the peers after a restart), joins no raft group, and
 // never routes to an engine itself: the DC's router cluster does.

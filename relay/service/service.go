@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -85,7 +87,19 @@ type Config struct {
 	// HeartbeatInterval is how often summaries carry the pools' load to
 	// subscribers (default 1 s).
 	HeartbeatInterval time.Duration
-	Log               *slog.Logger
+	// ClusterTLS (cluster_tls_cert, cluster_tls_key, cluster_tls_ca) is
+	// the mutual TLS of the DC's cluster API, for router nodes that run
+	// with --cluster-tls-*: the relay presents this certificate when it
+	// follows their ownership stream. Empty: plaintext.
+	ClusterTLS mtls.Files
+	// WANTLS (wan_tls_cert, wan_tls_key, wan_tls_ca) turns on mutual TLS
+	// for the summary publication between DCs: this relay's publication
+	// service requires a certificate signed by the CA from every
+	// subscriber, and the relay presents its own when it subscribes to its
+	// peers. Every relay of a federation uses the same CA. Empty:
+	// plaintext.
+	WANTLS mtls.Files
+	Log    *slog.Logger
 }
 
 // Validate checks the configuration; errors name the key.
@@ -123,7 +137,26 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: pools: %q:%d", ErrConfig, p.Model, p.BlockSize)
 		}
 	}
+	if err := c.ClusterTLS.Check("cluster_tls"); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.WANTLS.Check("wan_tls"); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	return nil
+}
+
+// credentialsOf loads the transport credentials of one link: plaintext
+// when its files are unset, else mutual TLS (server and client sides).
+func credentialsOf(prefix string, f mtls.Files) (server, client credentials.TransportCredentials, err error) {
+	if !f.Enabled() {
+		return insecure.NewCredentials(), insecure.NewCredentials(), nil
+	}
+	s, c, err := mtls.Load(prefix, f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return credentials.NewTLS(s), credentials.NewTLS(c), nil
 }
 
 // Relay is one DC's relay: ownership stream → per-pool producers →
@@ -136,9 +169,12 @@ type Relay struct {
 	// sessions is the DC's session summary (producer.SessionDomain).
 	sessions *producer.Producer
 	pub      *publish.Server
-	cons     *consumer.Consumer
-	gw       *gateway.Gateway
-	src      *source.Source
+	// wanServer and wanClient are the credentials of the publication
+	// service and of the subscriptions to peers.
+	wanServer, wanClient credentials.TransportCredentials
+	cons                 *consumer.Consumer
+	gw                   *gateway.Gateway
+	src                  *source.Source
 
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
@@ -198,8 +234,15 @@ func New(cfg Config) (*Relay, error) {
 	if r.cons, err = consumer.New(consumer.Config{SubscriberID: cfg.Name, Now: time.Now}); err != nil {
 		return nil, err
 	}
+	_, clusterCreds, err := credentialsOf("cluster_tls", cfg.ClusterTLS)
+	if err != nil {
+		return nil, err
+	}
+	if r.wanServer, r.wanClient, err = credentialsOf("wan_tls", cfg.WANTLS); err != nil {
+		return nil, err
+	}
 	if r.src, err = source.New(source.Config{Addrs: cfg.ClusterAPIs,
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: r.log}, rng); err != nil {
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(clusterCreds)}, Logger: r.log}, rng); err != nil {
 		return nil, err
 	}
 	return r, r.buildGateway()
@@ -315,7 +358,7 @@ func (r *Relay) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("publish_addr %s: %w", r.cfg.PublishAddr, err)
 	}
-	gs := grpc.NewServer(publish.ServerOptions(nil)...)
+	gs := grpc.NewServer(publish.ServerOptions(r.wanServer)...)
 	kvrpb.RegisterRelayServer(gs, r.pub)
 	gwLn, err := net.Listen("tcp", r.cfg.GatewayAddr)
 	if err != nil {
@@ -383,7 +426,7 @@ func (r *Relay) openRegistry(ctx context.Context) (*eventplane.Plane, func(), er
 func (r *Relay) addLanes() ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for _, p := range r.cfg.Peers {
-		cc, err := grpc.NewClient(p.PublishAddr, publish.DialOptions(nil)...)
+		cc, err := grpc.NewClient(p.PublishAddr, publish.DialOptions(r.wanClient)...)
 		if err != nil {
 			return conns, fmt.Errorf("peers: %s: %w", p.DC, err)
 		}

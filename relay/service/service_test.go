@@ -16,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/kvrouter/kvrouter/internal/freeport"
+	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/node/natsbus"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/relay/publish"
 	"github.com/kvrouter/kvrouter/relay/service"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -59,8 +64,9 @@ type dc struct {
 }
 
 // startFederation starts two DCs whose relays follow each other over
-// loopback, with rtt as their configured WAN round trip.
-func startFederation(t *testing.T, rtt time.Duration) (a, b *dc) {
+// loopback, with rtt as their configured WAN round trip; each option
+// adjusts both DCs' node and relay configurations before they start.
+func startFederation(t *testing.T, rtt time.Duration, options ...func(*node.Config, *service.Config)) (a, b *dc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -81,6 +87,13 @@ func startFederation(t *testing.T, rtt time.Duration) (a, b *dc) {
 		raft, api := freeAddr(t), freeAddr(t)
 		cfg.Cluster = node.ClusterConfig{RaftAddr: raft, APIAddr: api, Bootstrap: true,
 			Peers: []string{fmt.Sprintf("%s=%s/%s", cfg.NodeID, raft, api)}}
+		rcfg := service.Config{DC: d.name, NATS: bus.URL(), ClusterAPIs: []string{api}, GatewayAddr: d.gateway, PublishAddr: d.publish,
+			Peers:             []service.Peer{{DC: peer.name, PublishAddr: peer.publish, GatewayURL: "http://" + peer.gateway, WANRTT: rtt}},
+			Pools:             []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}},
+			HeartbeatInterval: 100 * time.Millisecond, Log: testLog()}
+		for _, o := range options {
+			o(&cfg, &rcfg)
+		}
 		n, err := node.New(cfg, testLog())
 		if err != nil {
 			t.Fatal(err)
@@ -94,11 +107,8 @@ func startFederation(t *testing.T, rtt time.Duration) (a, b *dc) {
 		if err := n.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r, err := service.New(service.Config{DC: d.name, NATS: bus.URL(), Nodes: []string{"http://" + n.Addr().String()},
-			ClusterAPIs: []string{api}, GatewayAddr: d.gateway, PublishAddr: d.publish,
-			Peers:             []service.Peer{{DC: peer.name, PublishAddr: peer.publish, GatewayURL: "http://" + peer.gateway, WANRTT: rtt}},
-			Pools:             []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}},
-			HeartbeatInterval: 100 * time.Millisecond, Log: testLog()})
+		rcfg.Nodes = []string{"http://" + n.Addr().String()}
+		r, err := service.New(rcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,14 +214,7 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
 	}
 	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
-	waitFor(t, 10*time.Second, "a's lane to see b's prefix", func() bool {
-		for _, r := range a.relay.Consumer().Query(nil, poolDomain(), hs, time.Now()) {
-			if r.Pool.DC == b.name && r.Ready && r.Depth >= len(hs)-1 {
-				return true
-			}
-		}
-		return false
-	})
+	waitLaneSees(t, a, b, hs)
 	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
 	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": longer})
 	resp, err := http.Post("http://"+a.gateway+"/v1/route/explain", "application/json", bytes.NewReader(body))
@@ -247,6 +250,58 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFederationOverMutualTLS runs both DCs' router clusters and the
+// relays' summary publication over mutual TLS: a relay follows its
+// cluster's ownership stream with its cluster certificate, and a prefix
+// served in one DC reaches the other DC's summary lane over the WAN link;
+// a subscriber without a certificate is refused.
+func TestFederationOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two DCs with router clusters, relays and engines; run without -short")
+	}
+	pki := mtlstest.WritePKI(t, t.TempDir())
+	a, b := startFederation(t, 5*time.Millisecond, func(n *node.Config, r *service.Config) {
+		n.Cluster.TLSCert, n.Cluster.TLSKey, n.Cluster.TLSCA = pki.Cert, pki.Key, pki.CA
+		r.ClusterTLS, r.WANTLS = pki, pki
+	})
+	prefix := tokens(1, 40*blockSize)
+	if got := complete(t, b.gateway, "", prefix); got != b.name {
+		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
+	}
+	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
+	waitLaneSees(t, a, b, hs)
+	cc, err := grpc.NewClient(a.publish, publish.DialOptions(nil)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool := producer.PoolID{DC: a.name, Domain: poolDomain()}
+	s, err := publish.Subscribe(ctx, kvrpb.NewRelayClient(cc), publish.Request{Pool: pool, SubscriberID: "plaintext"})
+	if err == nil {
+		_, err = s.Recv()
+		s.Close()
+	}
+	if err == nil {
+		t.Fatal("a plaintext subscriber was served by a relay with WAN TLS")
+	}
+}
+
+// waitLaneSees waits until from's relay sees, in its summary lane of
+// peer, all but the last of the blocks hs.
+func waitLaneSees(t *testing.T, from, peer *dc, hs []routing.SeqHash) {
+	t.Helper()
+	waitFor(t, 10*time.Second, from.name+"'s lane to see "+peer.name+"'s prefix", func() bool {
+		for _, r := range from.relay.Consumer().Query(nil, poolDomain(), hs, time.Now()) {
+			if r.Pool.DC == peer.name && r.Ready && r.Depth >= len(hs)-1 {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func toU32(in []int) []uint32 {

@@ -1,0 +1,19 @@
+// Package mtls loads the mutual TLS configurations of kvrouter's internal
+// links from PEM files: a member's certificate and key, and the CA that
+// signs every member's certificate. The router cluster (raft and the
+// cluster API) and the relays' summary publication between DCs use it,
+// each with its own files.
+//
+// Guarantees. The server configuration requires and verifies a client
+// certificate signed by the CA; the client configuration presents the same
+// certificate and verifies the server against the CA (the server name is
+// the dialled host, so certificates carry the members' addresses or
+// names). Both require TLS 1.3. Errors name the configuration keys of the
+// files, as "<prefix>_cert", "<prefix>_key" and "<prefix>_ca".
+//
+// What it refuses to do: it does not reload certificates (restart to
+// rotate them) and does not accept a CA bundle without a certificate.
+//
+// Concurrency. Load is safe for concurrent use; the configurations it
+// returns are shared read-only by every connection.
+package mtls
