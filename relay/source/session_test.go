@@ -98,7 +98,11 @@ func TestSourceDeliversSessions(t *testing.T) {
 	c.traffic(3)
 	late, lateFold := newSource(), sessionFold{}
 	follow(late, lateFold)
-	if late.Stats().Snapshots != 1 || len(lateFold.sorted()) != 3 {
+	// With a one-entry ring, traffic still being committed when the late
+	// source connects can overrun it once more after its first snapshot;
+	// what matters is that it started from a snapshot and ends equal to
+	// the FSM (follow checks that).
+	if late.Stats().Snapshots < 1 || len(lateFold.sorted()) != 3 {
 		t.Fatalf("late source: %d sessions, stats %+v", len(lateFold.sorted()), late.Stats())
 	}
 }
