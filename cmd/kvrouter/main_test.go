@@ -98,6 +98,8 @@ func TestRelayFlagErrorsNameTheFlag(t *testing.T) {
 		{name: "partial wan tls", args: []string{"--wan-tls-cert", "relay.pem"}, flag: "wan_tls_cert, wan_tls_key and wan_tls_ca"},
 		{name: "missing wan tls files", args: []string{"--wan-tls-cert", "no.pem", "--wan-tls-key", "no-key.pem", "--wan-tls-ca", "ca.pem"}, flag: "wan_tls_cert/wan_tls_key"},
 		{name: "partial cluster tls", args: []string{"--cluster-tls-ca", "ca.pem"}, flag: "cluster_tls_cert, cluster_tls_key and cluster_tls_ca"},
+		{name: "partial gateway tls", args: []string{"--gateway-tls-key", "gw-key.pem"}, flag: "gateway_tls_cert and gateway_tls_key"},
+		{name: "missing gateway tls files", args: []string{"--gateway-tls-cert", "no.pem", "--gateway-tls-key", "no-key.pem"}, flag: "gateway_tls_cert/gateway_tls_key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,6 +108,21 @@ func TestRelayFlagErrorsNameTheFlag(t *testing.T) {
 				t.Fatalf("err %v, want one naming %s", err, tc.flag)
 			}
 		})
+	}
+}
+
+func TestRelayPeersOverHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		https bool
+		url   string
+	}{{false, "http://10.1.0.5:8080"}, {true, "https://10.1.0.5:8080"}} {
+		f := relayFlags{kind: "cuckoo", peers: []string{"eu=10.1.0.5:7200/10.1.0.5:8080/80ms"}, peersHTTPS: tc.https}
+		if err := f.resolve(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.cfg.Peers[0].GatewayURL; got != tc.url {
+			t.Fatalf("https %v: gateway URL %s, want %s", tc.https, got, tc.url)
+		}
 	}
 }
 

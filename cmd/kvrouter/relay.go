@@ -23,6 +23,7 @@ type relayFlags struct {
 	peers      []string
 	pools      []string
 	kind       string
+	peersHTTPS bool
 	log        logFlags
 }
 
@@ -54,6 +55,9 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.WANTLS.Cert, "wan-tls-cert", "", "PEM certificate of this relay for mutual TLS on the summary publication between DCs (with --wan-tls-key and --wan-tls-ca)")
 	fs.StringVar(&c.WANTLS.Key, "wan-tls-key", "", "PEM private key of --wan-tls-cert")
 	fs.StringVar(&c.WANTLS.CA, "wan-tls-ca", "", "PEM CA certificate that signs every relay's WAN certificate")
+	fs.StringVar(&c.GatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: serve the gateway over HTTPS (with --gateway-tls-key)")
+	fs.StringVar(&c.GatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
+	fs.BoolVar(&f.peersHTTPS, "peer-gateways-https", false, "reach the peers' gateways over HTTPS (they run with --gateway-tls-*), trusting --wan-tls-ca when set, else the system's roots")
 	f.log.register(fs)
 }
 
@@ -74,7 +78,11 @@ func (f *relayFlags) resolve() error {
 		if err != nil || rtt < 0 {
 			return fmt.Errorf("--peers: %q: wan_rtt %q is not a duration", s, parts[2])
 		}
-		f.cfg.Peers = append(f.cfg.Peers, service.Peer{DC: dc, PublishAddr: parts[0], GatewayURL: "http://" + parts[1], WANRTT: rtt})
+		scheme := "http://"
+		if f.peersHTTPS {
+			scheme = "https://"
+		}
+		f.cfg.Peers = append(f.cfg.Peers, service.Peer{DC: dc, PublishAddr: parts[0], GatewayURL: scheme + parts[1], WANRTT: rtt})
 	}
 	for _, s := range f.pools {
 		i := strings.LastIndex(s, ":")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -52,7 +53,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		g.transport = newTransport()
+		g.transport = NewTransport(nil)
 		rt = g.transport
 	}
 	g.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
@@ -60,11 +61,14 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// newTransport builds the upstream transport: compression off so that
-// answers pass through byte for byte and SSE flows event by event, and
-// many idle connections per host because nodes and peer gateways are few.
-func newTransport() *http.Transport {
+// NewTransport builds the upstream transport of a gateway: compression
+// off so that answers pass through byte for byte and SSE flows event by
+// event, and many idle connections per host because nodes and peer
+// gateways are few. tlsClient is the trust for https upstreams (peers'
+// gateways served over TLS); nil means the system's roots.
+func NewTransport(tlsClient *tls.Config) *http.Transport {
 	return &http.Transport{
+		TLSClientConfig:     tlsClient,
 		DialContext:         (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 256,

@@ -32,9 +32,12 @@
 // Transport security: Config.ClusterTLS is the client side of the DC's
 // cluster API when its nodes run with mutual TLS, and Config.WANTLS turns
 // on mutual TLS for the publication service and the subscriptions to the
-// peers (internal/mtls loads both). Forwarded requests and session
-// lookups between gateways go over plain HTTP to the peers' gateway
-// URLs; the gateway does not terminate TLS.
+// peers (internal/mtls loads both). GatewayTLSCert and GatewayTLSKey
+// serve the gateway over HTTPS; forwarded requests and session lookups
+// go to the peers' gateway URLs as given, https ones trusting the WANTLS
+// CA (or the system's roots without one) over one transport shared by the
+// gateway and its session locator. The gateway does not ask clients or
+// peers for certificates: forwarded requests are ordinary requests.
 //
 // What it refuses to do: it keeps no durable state (everything is rebuilt
 // from the stream and the peers after a restart), joins no raft group, and

@@ -3,11 +3,13 @@ package service
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -99,7 +101,14 @@ type Config struct {
 	// peers. Every relay of a federation uses the same CA. Empty:
 	// plaintext.
 	WANTLS mtls.Files
-	Log    *slog.Logger
+	// GatewayTLSCert and GatewayTLSKey (gateway_tls_cert,
+	// gateway_tls_key) serve the gateway over HTTPS, to clients and to
+	// the peers' gateways that forward here (whose Peer.GatewayURL then
+	// starts with https://). Outgoing https requests to peers trust the
+	// WANTLS CA when it is set, else the system's roots, and present the
+	// WANTLS certificate. Empty: plain HTTP.
+	GatewayTLSCert, GatewayTLSKey string
+	Log                           *slog.Logger
 }
 
 // Validate checks the configuration; errors name the key.
@@ -143,7 +152,28 @@ func (c *Config) Validate() error {
 	if err := c.WANTLS.Check("wan_tls"); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if (c.GatewayTLSCert == "") != (c.GatewayTLSKey == "") {
+		return fmt.Errorf("%w: gateway_tls_cert and gateway_tls_key go together", ErrConfig)
+	}
 	return nil
+}
+
+// gatewayTLS loads the gateway's server certificate (nil without one) and
+// the client side of its https requests to peers.
+func gatewayTLS(c *Config) (server, client *tls.Config, err error) {
+	if c.GatewayTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.GatewayTLSCert, c.GatewayTLSKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: gateway_tls_cert/gateway_tls_key: %v", ErrConfig, err)
+		}
+		server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if c.WANTLS.Enabled() {
+		if _, client, err = mtls.Load("wan_tls", c.WANTLS); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	return server, client, nil
 }
 
 // credentialsOf loads the transport credentials of one link: plaintext
@@ -172,9 +202,13 @@ type Relay struct {
 	// wanServer and wanClient are the credentials of the publication
 	// service and of the subscriptions to peers.
 	wanServer, wanClient credentials.TransportCredentials
-	cons                 *consumer.Consumer
-	gw                   *gateway.Gateway
-	src                  *source.Source
+	// gwTLS serves the gateway over HTTPS when set; upstream carries the
+	// gateway's requests to nodes and peers (and the session lookups).
+	gwTLS    *tls.Config
+	upstream *http.Transport
+	cons     *consumer.Consumer
+	gw       *gateway.Gateway
+	src      *source.Source
 
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
@@ -241,6 +275,11 @@ func New(cfg Config) (*Relay, error) {
 	if r.wanServer, r.wanClient, err = credentialsOf("wan_tls", cfg.WANTLS); err != nil {
 		return nil, err
 	}
+	var peerTLS *tls.Config
+	if r.gwTLS, peerTLS, err = gatewayTLS(&cfg); err != nil {
+		return nil, err
+	}
+	r.upstream = gateway.NewTransport(peerTLS)
 	if r.src, err = source.New(source.Config{Addrs: cfg.ClusterAPIs,
 		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(clusterCreds)}, Logger: r.log}, rng); err != nil {
 		return nil, err
@@ -268,15 +307,16 @@ func (r *Relay) buildGateway() error {
 		local[m] = p
 	}
 	homes := gateway.NewHomes(dcs...)
+	lookups := &http.Client{Transport: r.upstream}
 	loc, err := gateway.NewSummaryLocator(gateway.SummaryLocatorConfig{Remotes: remotes, Homes: homes, Index: r.cons,
-		Confirm: gateway.NewHTTPLocator(remotes, homes, nil, time.Now, 0, 0), MaxStaleness: cfg.Policy.MaxStaleness,
+		Confirm: gateway.NewHTTPLocator(remotes, homes, lookups, time.Now, 0, 0), MaxStaleness: cfg.Policy.MaxStaleness,
 		Now: time.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
 		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons, Sessions: loc, LocalLoad: r.localLoad,
-		Now: time.Now, Log: r.log})
+		Transport: r.upstream, Now: time.Now, Log: r.log})
 	if err != nil {
 		return err
 	}
@@ -366,6 +406,9 @@ func (r *Relay) run(ctx context.Context) error {
 		return fmt.Errorf("gateway_addr %s: %w", r.cfg.GatewayAddr, err)
 	}
 	ga, pa := gwLn.Addr().String(), pubLn.Addr().String()
+	if r.gwTLS != nil {
+		gwLn = tls.NewListener(gwLn, r.gwTLS)
+	}
 	r.gatewayAddr.Store(&ga)
 	r.publishAddr.Store(&pa)
 
@@ -396,6 +439,7 @@ func (r *Relay) run(ctx context.Context) error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	r.upstream.CloseIdleConnections()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

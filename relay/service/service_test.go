@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kvrouter/kvrouter/internal/freeport"
+	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
@@ -61,6 +63,10 @@ type dc struct {
 	publish string
 	relay   *service.Relay
 	node    *node.Node
+	// url is the gateway's base URL and client the client that reaches
+	// it (trusting the test CA when the gateway serves HTTPS).
+	url    string
+	client *http.Client
 }
 
 // startFederation starts two DCs whose relays follow each other over
@@ -94,6 +100,7 @@ func startFederation(t *testing.T, rtt time.Duration, options ...func(*node.Conf
 		for _, o := range options {
 			o(&cfg, &rcfg)
 		}
+		d.url, d.client = gatewayClient(t, d.gateway, &rcfg)
 		n, err := node.New(cfg, testLog())
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +131,7 @@ func startFederation(t *testing.T, rtt time.Duration, options ...func(*node.Conf
 	}
 	for _, d := range []*dc{a, b} {
 		waitFor(t, 20*time.Second, d.name+" ready", func() bool {
-			resp, err := http.Get("http://" + d.gateway + "/ready")
+			resp, err := d.client.Get(d.url + "/ready")
 			if err != nil {
 				return false
 			}
@@ -177,26 +184,51 @@ func tokens(seed, n int) []int {
 	return out
 }
 
-// complete sends a completion through a gateway and returns the DC that
-// served it.
-func complete(t *testing.T, gw, session string, toks []int) string {
+// complete sends a completion of toks through d's gateway and returns
+// the DC that served it.
+func complete(t *testing.T, d *dc, session string, toks []int) string {
+	t.Helper()
+	return completeVia(t, d, session, toks, nil)
+}
+
+// completeVia is complete with extra request headers.
+func completeVia(t *testing.T, d *dc, session string, toks []int, hdr map[string]string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": toks, "max_tokens": 2})
-	req, _ := http.NewRequest("POST", "http://"+gw+"/v1/completions", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", d.url+"/v1/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if session != "" {
 		req.Header.Set("X-Session-ID", session)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		t.Fatalf("via %s: status %d: %s", gw, resp.StatusCode, b)
+		t.Fatalf("via %s: status %d: %s", d.name, resp.StatusCode, b)
 	}
 	return resp.Header.Get(gateway.DCHeader)
+}
+
+// gatewayClient returns the base URL of a gateway listening on addr with
+// cfg, and a client for it: plain HTTP, or HTTPS trusting cfg's WAN CA.
+func gatewayClient(t *testing.T, addr string, cfg *service.Config) (string, *http.Client) {
+	t.Helper()
+	if cfg.GatewayTLSCert == "" {
+		return "http://" + addr, http.DefaultClient
+	}
+	_, client, err := mtls.Load("wan_tls", cfg.WANTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: client}
+	t.Cleanup(tr.CloseIdleConnections)
+	return "https://" + addr, &http.Client{Transport: tr}
 }
 
 // TestFederationForwardsToTheDCHoldingThePrefix: a prompt served in DC b
@@ -210,14 +242,14 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 	}
 	a, b := startFederation(t, 5*time.Millisecond)
 	prefix := tokens(1, 40*blockSize)
-	if got := complete(t, b.gateway, "", prefix); got != b.name {
+	if got := complete(t, b, "", prefix); got != b.name {
 		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
 	}
 	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
 	waitLaneSees(t, a, b, hs)
 	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
 	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": longer})
-	resp, err := http.Post("http://"+a.gateway+"/v1/route/explain", "application/json", bytes.NewReader(body))
+	resp, err := a.client.Post(a.url+"/v1/route/explain", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,16 +267,16 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 	if err != nil || ex.DC != b.name || !ex.Remote || len(ex.Remotes) != 1 || !ex.Remotes[0].Eligible || ex.Remotes[0].Depth < 39 {
 		t.Fatalf("explain at a: %+v (%v)", ex, err)
 	}
-	if got := complete(t, a.gateway, "", longer); got != b.name {
+	if got := complete(t, a, "", longer); got != b.name {
 		t.Fatalf("a prompt whose prefix b holds was served by %q at a's gateway", got)
 	}
-	if got := complete(t, a.gateway, "", tokens(3, 8*blockSize)); got != a.name {
+	if got := complete(t, a, "", tokens(3, 8*blockSize)); got != a.name {
 		t.Fatalf("a fresh prompt at a's gateway was served by %q", got)
 	}
 	for s := range 6 {
 		id := fmt.Sprintf("sess-%d", s)
-		first := complete(t, a.gateway, id, tokens(10+s, 4*blockSize))
-		for _, gw := range []string{b.gateway, a.gateway, b.gateway} {
+		first := complete(t, a, id, tokens(10+s, 4*blockSize))
+		for _, gw := range []*dc{b, a, b} {
 			if got := complete(t, gw, id, tokens(20+s, 4*blockSize)); got != first {
 				t.Fatalf("session %s served by %s, then by %s", id, first, got)
 			}
@@ -252,12 +284,14 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 	}
 }
 
-// TestFederationOverMutualTLS runs both DCs' router clusters and the
-// relays' summary publication over mutual TLS: a relay follows its
-// cluster's ownership stream with its cluster certificate, and a prefix
-// served in one DC reaches the other DC's summary lane over the WAN link;
-// a subscriber without a certificate is refused.
-func TestFederationOverMutualTLS(t *testing.T) {
+// TestFederationOverTLS runs both DCs' router clusters and the relays'
+// summary publication over mutual TLS and the gateways over HTTPS: a
+// relay follows its cluster's ownership stream with its cluster
+// certificate, a prefix served in one DC reaches the other DC's summary
+// lane over the WAN link, a longer prompt is forwarded to that DC over
+// HTTPS, and a session bound in one DC is found from the other; a
+// subscriber without a certificate is refused.
+func TestFederationOverTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two DCs with router clusters, relays and engines; run without -short")
 	}
@@ -265,13 +299,26 @@ func TestFederationOverMutualTLS(t *testing.T) {
 	a, b := startFederation(t, 5*time.Millisecond, func(n *node.Config, r *service.Config) {
 		n.Cluster.TLSCert, n.Cluster.TLSKey, n.Cluster.TLSCA = pki.Cert, pki.Key, pki.CA
 		r.ClusterTLS, r.WANTLS = pki, pki
+		r.GatewayTLSCert, r.GatewayTLSKey = pki.Cert, pki.Key
+		for i := range r.Peers {
+			r.Peers[i].GatewayURL = "https://" + strings.TrimPrefix(r.Peers[i].GatewayURL, "http://")
+		}
 	})
 	prefix := tokens(1, 40*blockSize)
-	if got := complete(t, b.gateway, "", prefix); got != b.name {
+	if got := complete(t, b, "", prefix); got != b.name {
 		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
 	}
 	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
 	waitLaneSees(t, a, b, hs)
+	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	if got := complete(t, a, "", longer); got != b.name {
+		t.Fatalf("a prompt whose prefix %s holds was served by %q at %s's gateway", b.name, got, a.name)
+	}
+	id := homedIn(b.name, "tls-")
+	first := complete(t, b, id, tokens(7, 2*blockSize))
+	if got := complete(t, a, id, tokens(8, 2*blockSize)); got != first {
+		t.Fatalf("session %s served by %s, then by %s", id, first, got)
+	}
 	cc, err := grpc.NewClient(a.publish, publish.DialOptions(nil)...)
 	if err != nil {
 		t.Fatal(err)

@@ -1,43 +1,22 @@
 package service_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// completeWith sends a session's completion through a gateway with extra
-// headers and returns the DC that served it.
-func completeWith(t *testing.T, gw, session string, hdr map[string]string) string {
+// completeWith sends a session's completion through d's gateway with
+// extra headers and returns the DC that served it.
+func completeWith(t *testing.T, d *dc, session string, hdr map[string]string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": tokens(5, 2*blockSize), "max_tokens": 2})
-	req, _ := http.NewRequest("POST", "http://"+gw+"/v1/completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Session-ID", session)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("via %s: status %d: %s", gw, resp.StatusCode, b)
-	}
-	return resp.Header.Get(gateway.DCHeader)
+	return completeVia(t, d, session, tokens(5, 2*blockSize), hdr)
 }
 
 // sessionLane returns d's view of peer's session summary for session.
@@ -79,7 +58,7 @@ func TestFederationSessionSummaries(t *testing.T) {
 	s := homedIn(b.name, "bound")
 	// A forwarded request is served where it lands: a binds s although
 	// its home is b, the case only a summary or a lookup can find.
-	if got := completeWith(t, a.gateway, s, map[string]string{gateway.ForwardedHeader: "test"}); got != a.name {
+	if got := completeWith(t, a, s, map[string]string{gateway.ForwardedHeader: "test"}); got != a.name {
 		t.Fatalf("forwarded request served by %q", got)
 	}
 	waitFor(t, 10*time.Second, "b's lane of a's session summary to list the session", func() bool {
@@ -88,7 +67,7 @@ func TestFederationSessionSummaries(t *testing.T) {
 	})
 	confirmed := lookupCount(b, gateway.LookupConfirmed)
 	for range 3 {
-		if got := completeWith(t, b.gateway, s, nil); got != a.name {
+		if got := completeWith(t, b, s, nil); got != a.name {
 			t.Fatalf("session bound in %s served by %q at %s's gateway", a.name, got, b.name)
 		}
 	}
@@ -109,7 +88,7 @@ func TestFederationSessionSummaries(t *testing.T) {
 		before, skipped := asked(), lookupCount(d, gateway.LookupSkipped)
 		for _, home := range []string{a.name, b.name} {
 			id := homedIn(home, "new-at-"+d.name)
-			if got := completeWith(t, d.gateway, id, nil); got != home {
+			if got := completeWith(t, d, id, nil); got != home {
 				t.Fatalf("new session homed in %s served by %q", home, got)
 			}
 		}
