@@ -12,9 +12,13 @@
 // range, which the kernel never assigns by itself.
 //
 // Guarantees. Loopback returns "127.0.0.1:<port>" for a port that accepted
-// a listener a moment before it returned; another process may still take
-// it in between, which the random choice over thousands of ports makes
-// unlikely but not impossible.
+// a listener a moment before it returned, never the same port twice in one
+// process, and not a port another process got from Loopback in the last
+// 15 minutes: each port is claimed by a file in a per-user directory under
+// os.TempDir. Without those claims, two test binaries running at once
+// (go test runs packages in parallel) could both pick a port in the
+// seconds between one picking it and binding it, which failed CI runs. A
+// program that does not use Loopback may still take a port in between.
 //
 // Concurrency. Loopback is safe for concurrent use.
 package freeport

@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestLoopbackIsBelowTheEphemeralRangeAndBindable(t *testing.T) {
@@ -26,5 +27,39 @@ func TestLoopbackIsBelowTheEphemeralRangeAndBindable(t *testing.T) {
 			t.Fatalf("returned address %s cannot be bound: %v", addr, err)
 		}
 		_ = ln.Close()
+	}
+}
+
+// TestLoopbackNeverRepeatsAPort: the ports of one process are all
+// different, even where the random choice would repeat one.
+func TestLoopbackNeverRepeatsAPort(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		addr, err := Loopback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[addr] {
+			t.Fatalf("%s handed out twice", addr)
+		}
+		seen[addr] = true
+	}
+}
+
+// TestReserveExcludesOtherClaimsUntilTheyAreStale: a port claimed by
+// another process is refused while its claim is fresh and taken over once
+// it is older than the reservation.
+func TestReserveExcludesOtherClaimsUntilTheyAreStale(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	now := time.Now()
+	const port = 12345
+	if !reserve(port, now) {
+		t.Fatal("a free port was not reserved")
+	}
+	if reserve(port, now.Add(time.Minute)) {
+		t.Fatal("a freshly claimed port was reserved again")
+	}
+	if !reserve(port, now.Add(reservation+time.Minute)) {
+		t.Fatal("a stale claim was not taken over")
 	}
 }
