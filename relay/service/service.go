@@ -158,35 +158,37 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// gatewayTLS loads the gateway's server certificate (nil without one) and
-// the client side of its https requests to peers.
-func gatewayTLS(c *Config) (server, client *tls.Config, err error) {
-	if c.GatewayTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.GatewayTLSCert, c.GatewayTLSKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: gateway_tls_cert/gateway_tls_key: %v", ErrConfig, err)
-		}
-		server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+// gatewayCert loads the gateway's server certificate; nil without one.
+func gatewayCert(c *Config) (*tls.Config, error) {
+	if c.GatewayTLSCert == "" {
+		return nil, nil
 	}
-	if c.WANTLS.Enabled() {
-		if _, client, err = mtls.Load("wan_tls", c.WANTLS); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	cert, err := tls.LoadX509KeyPair(c.GatewayTLSCert, c.GatewayTLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: gateway_tls_cert/gateway_tls_key: %v", ErrConfig, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// loadTLS loads one link's mutual TLS; nil configurations when its files
+// are unset (plaintext).
+func loadTLS(prefix string, f mtls.Files) (server, client *tls.Config, err error) {
+	if !f.Enabled() {
+		return nil, nil, nil
+	}
+	if server, client, err = mtls.Load(prefix, f); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return server, client, nil
 }
 
-// credentialsOf loads the transport credentials of one link: plaintext
-// when its files are unset, else mutual TLS (server and client sides).
-func credentialsOf(prefix string, f mtls.Files) (server, client credentials.TransportCredentials, err error) {
-	if !f.Enabled() {
-		return insecure.NewCredentials(), insecure.NewCredentials(), nil
+// grpcCreds turns a TLS configuration into gRPC credentials, plaintext
+// for nil.
+func grpcCreds(cfg *tls.Config) credentials.TransportCredentials {
+	if cfg == nil {
+		return insecure.NewCredentials()
 	}
-	s, c, err := mtls.Load(prefix, f)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return credentials.NewTLS(s), credentials.NewTLS(c), nil
+	return credentials.NewTLS(cfg)
 }
 
 // Relay is one DC's relay: ownership stream → per-pool producers →
@@ -268,20 +270,23 @@ func New(cfg Config) (*Relay, error) {
 	if r.cons, err = consumer.New(consumer.Config{SubscriberID: cfg.Name, Now: time.Now}); err != nil {
 		return nil, err
 	}
-	_, clusterCreds, err := credentialsOf("cluster_tls", cfg.ClusterTLS)
+	_, clusterTLS, err := loadTLS("cluster_tls", cfg.ClusterTLS)
 	if err != nil {
 		return nil, err
 	}
-	if r.wanServer, r.wanClient, err = credentialsOf("wan_tls", cfg.WANTLS); err != nil {
+	// The WAN client configuration also verifies peers' gateways served
+	// over HTTPS.
+	wanServer, wanClient, err := loadTLS("wan_tls", cfg.WANTLS)
+	if err != nil {
 		return nil, err
 	}
-	var peerTLS *tls.Config
-	if r.gwTLS, peerTLS, err = gatewayTLS(&cfg); err != nil {
+	r.wanServer, r.wanClient = grpcCreds(wanServer), grpcCreds(wanClient)
+	if r.gwTLS, err = gatewayCert(&cfg); err != nil {
 		return nil, err
 	}
-	r.upstream = gateway.NewTransport(peerTLS)
+	r.upstream = gateway.NewTransport(wanClient)
 	if r.src, err = source.New(source.Config{Addrs: cfg.ClusterAPIs,
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(clusterCreds)}, Logger: r.log}, rng); err != nil {
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(grpcCreds(clusterTLS))}, Logger: r.log}, rng); err != nil {
 		return nil, err
 	}
 	return r, r.buildGateway()
