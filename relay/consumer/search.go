@@ -21,16 +21,18 @@ import (
 // the search's last hit, so it is not probed again: a window of w costs
 // w-1 probes.
 //
-// Query runs this search lane by lane, each under its own read lock. Three
-// other shapes were prototyped and measured against it (docs/benchmarks.md):
-// lanes in lockstep rounds, so that a round's cache misses overlap, and
-// later the same with every round's reads issued before any was tested,
-// were no faster with cold filters and slower with hot ones; prefetching a
-// round's buckets explicitly gained nothing; a transposed second copy of a
-// domain's lanes, one row read per probe position for all of them, was
-// fastest cold but slower hot and doubled the memory. The search is plain
-// loops rather than a resumable state machine (the shape the lockstep
-// prototypes needed), which made a hot 16-lane query about a third faster.
+// Query runs this search lane by lane under the domain's read lock.
+// Other shapes were prototyped and measured against it
+// (docs/benchmarks.md): lanes in lockstep rounds, so that a round's cache
+// misses overlap, also with every round's reads issued before any was
+// tested, and a branch-free binary search over all lanes interleaved,
+// were faster with cold filters at best by a third and slower with hot
+// ones; prefetching a round's buckets explicitly gained nothing; a
+// transposed second copy of a domain's lanes, one row read per probe
+// position for all of them, was fastest cold but slower hot and doubled
+// the memory. The search is plain loops rather than a resumable state
+// machine (the shape the lockstep prototypes needed), which made a hot
+// 16-lane query about a third faster.
 func prefixDepth(f *filter.Cuckoo, hs []routing.SeqHash, window int) int {
 	n := len(hs)
 	if n == 0 || !f.Contains(hs[0]) {
