@@ -1,4 +1,3 @@
-// Package mtlstest writes throwaway PKIs for tests of mutual TLS links.
 package mtlstest
 
 import (
