@@ -22,7 +22,7 @@ type refSlot struct {
 // increments and 192 decrements per request, and a flat table with linear
 // probing does each in a few nanoseconds where a map insert and delete
 // cost tens. Deletion shifts later entries back (no tombstones), so a table
-// whose requests were all freed is empty, and reusing it (Tracker.spare)
+// whose requests were all freed is empty, and reusing it (Tracker.spares)
 // costs nothing.
 //
 // The probe position mixes the hash with a per-table seed. Sequence hashes

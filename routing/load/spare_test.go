@@ -37,3 +37,29 @@ func TestSpareMapCarriesNoState(t *testing.T) {
 		})
 	}
 }
+
+// TestSparesServeWorkersGoingIdleInTurn: two workers that each go idle
+// between their requests, in turn, reuse the emptied reference tables
+// instead of building one per request (with a single spare, each idle
+// worker's table pushed out the other's).
+func TestSparesServeWorkersGoingIdleInTurn(t *testing.T) {
+	tr := newTracker(t, DefaultConfig(64))
+	w1, w2 := routing.Worker{ID: 1}, routing.Worker{ID: 2}
+	long := make([]uint64, 192)
+	for i := range long {
+		long[i] = uint64(i + 1)
+	}
+	prompt := chain(long...)
+	a := Request{ID: "a", Worker: w1, Hashes: prompt, ISLTokens: 64 * 192}
+	b := Request{ID: "b", Worker: w2, Hashes: prompt, ISLTokens: 64 * 192}
+	round := func() {
+		mustAdd(t, tr, a, t0)
+		mustAdd(t, tr, b, t0)
+		tr.Free("a")
+		tr.Free("b")
+	}
+	round() // builds the two tables
+	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+		t.Fatalf("%.1f allocations per round of two requests on two workers going idle in turn", allocs)
+	}
+}

@@ -50,14 +50,16 @@ type Tracker struct {
 	workers  map[routing.Worker]*workerState
 	requests map[string]*active
 	expired  uint64
-	// spare is the emptied reference table of the last worker that went
-	// idle, handed to the next worker that becomes active. A worker going
-	// idle between requests is the common case at moderate load, and
-	// rebuilding a table of a prompt's blocks for every request costs more
-	// than the bookkeeping itself. Only tables that stayed small are kept
-	// (see maxSpareRefs), so the spare bounds the memory held for idle
-	// workers.
-	spare *refTable
+	// spares are the states of workers that went idle, with their emptied
+	// reference tables, handed to the next workers that become active. A
+	// worker going idle between requests is the common case at moderate
+	// load, and rebuilding a table of a prompt's blocks for every request
+	// costs more than the bookkeeping itself. With a single spare table,
+	// two workers going idle in turn still built one per request (each
+	// idle worker's table replaced the other's), so up to maxSpares are
+	// kept. Only tables that stayed small are kept (see maxSpareRefs),
+	// which bounds the memory held for idle workers.
+	spares []*workerState
 	// records holds the records of freed requests, with their hash slices,
 	// for reuse by Add: copying a long prompt's hashes into a fresh slice
 	// for every request would make the tracker a steady source of garbage
@@ -66,9 +68,13 @@ type Tracker struct {
 }
 
 // maxSpareRefs is the largest reference table, in entries it once held,
-// that is kept as the spare: a table keeps its peak size after its
-// entries are removed. 64Ki blocks are a few long prompts; 2 MiB of slots.
+// that is kept as a spare: a table keeps its peak size after its entries
+// are removed. 64Ki blocks are a few long prompts; 2 MiB of slots.
 const maxSpareRefs = 64 << 10
+
+// maxSpares bounds the spare tables: as many workers as go idle and busy
+// in turn on a node's fleet at moderate load, and at most 16 MiB in all.
+const maxSpares = 8
 
 // maxFreeRecords and maxFreeHashes bound Tracker.records: 64 records of at
 // most 16Ki hashes (a 1M-token prompt at block size 64) hold at most 8 MiB.
@@ -170,8 +176,12 @@ func (t *Tracker) checkPrompt(hashes []routing.SeqHash, isl int) error {
 func (t *Tracker) workerFor(w routing.Worker) *workerState {
 	ws := t.workers[w]
 	if ws == nil {
-		ws = &workerState{refs: t.spare}
-		t.spare = nil
+		if n := len(t.spares); n > 0 {
+			ws, t.spares[n-1] = t.spares[n-1], nil
+			t.spares = t.spares[:n-1]
+		} else {
+			ws = &workerState{}
+		}
 		t.workers[w] = ws
 	}
 	return ws
@@ -253,8 +263,13 @@ func (t *Tracker) free(id string) bool {
 		// Every block a request added was released by its own Free, so
 		// an idle worker's map is empty; the length check keeps that an
 		// observation rather than an assumption.
-		if ws.refs != nil && ws.refs.len() == 0 && ws.refs.peak <= maxSpareRefs {
-			t.spare = ws.refs
+		if len(t.spares) < maxSpares {
+			refs := ws.refs
+			if refs != nil && (refs.len() != 0 || refs.peak > maxSpareRefs) {
+				refs = nil
+			}
+			*ws = workerState{refs: refs}
+			t.spares = append(t.spares, ws)
 		}
 	}
 	t.recycle(a)
