@@ -30,6 +30,10 @@ type Config struct {
 	NodeID string
 	// HTTPAddr is the OpenAI-compatible frontend's listen address.
 	HTTPAddr string
+	// TLSCert and TLSKey (tls_cert, tls_key), PEM files, serve the
+	// client-facing API over HTTPS; empty, it is plain HTTP (behind an
+	// ingress that terminates TLS, or on a trusted network).
+	TLSCert, TLSKey string
 	// NATS is natsbus.Embedded or a nats:// URL; NATSListen is where an
 	// embedded server listens.
 	NATS       string
@@ -84,6 +88,9 @@ func (c *Config) Validate() error {
 	c.Dispatch = c.Dispatch.EnsureDefaults()
 	if err := c.Dispatch.Validate(); err != nil {
 		return err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("%w: tls_cert and tls_key go together", ErrConfig)
 	}
 	if !frontend.ValidEngineAPIKey(c.Frontend.EngineAPIKey) {
 		// The key stays out of the message, which may be logged.

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/kvrouter/kvrouter/internal/mtls"
+	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
@@ -356,5 +358,42 @@ func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
 	}
 	if err := <-runErr; err == nil {
 		t.Fatal("Run succeeded on a taken address")
+	}
+}
+
+// TestClientAPIOverHTTPS: with tls_cert and tls_key the node serves its
+// OpenAI API over HTTPS (a completion through it works for a client that
+// trusts the certificate) and a plaintext request gets no answer from it;
+// a key without its certificate is refused before anything starts.
+func TestClientAPIOverHTTPS(t *testing.T) {
+	pki := mtlstest.WritePKI(t, t.TempDir())
+	f := startFleet(t, 1, func(c *node.Config) { c.TLSCert, c.TLSKey = pki.Cert, pki.Key })
+	_, clientTLS, err := mtls.Load("test", pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: clientTLS}
+	defer tr.CloseIdleConnections()
+	base := "https://" + f.node.Addr().String()
+	resp, err := (&http.Client{Transport: tr}).Post(base+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"`+mocker.DefaultModel+`","prompt":[1,2,3],"max_tokens":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("completion over HTTPS: status %d", resp.StatusCode)
+	}
+	if resp, err := http.Get("http://" + f.node.Addr().String() + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("a plaintext request was served by an HTTPS node")
+		}
+	}
+	cfg := node.DefaultConfig()
+	cfg.TLSKey = pki.Key
+	if _, err := node.New(cfg, nil); !errors.Is(err, node.ErrConfig) || !strings.Contains(err.Error(), "tls_cert") {
+		t.Fatalf("key without certificate: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,8 @@ type Node struct {
 	serving atomic.Pointer[func() bool]
 	// clusterNode is the raft member in cluster mode, once Run started it.
 	clusterNode atomic.Pointer[consensus.Node]
+	// tls serves the client-facing API over HTTPS when set.
+	tls *tls.Config
 }
 
 // Ready reports what GET /ready reports: the node serves requests (a
@@ -71,7 +74,15 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
-	return &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}, nil
+	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls_cert/tls_key: %v", ErrConfig, err)
+		}
+		n.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	return n, nil
 }
 
 // Metrics exposes the node's metric set (for tests and embedding).
@@ -214,8 +225,11 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventp
 		return fmt.Errorf("http_addr %s: %w", n.cfg.HTTPAddr, err)
 	}
 	n.addr.Store(ln.Addr().(*net.TCPAddr))
+	if n.tls != nil {
+		ln = tls.NewListener(ln, n.tls)
+	}
 	close(n.ready)
-	n.log.Info("router node serving", "http", ln.Addr().String(), "nats", n.NATSURL(),
+	n.log.Info("router node serving", "http", ln.Addr().String(), "https", n.tls != nil, "nats", n.NATSURL(),
 		"policy", n.cfg.Dispatch.Policy, "kv_events", !n.cfg.Dispatch.ApproximateMode)
 	err = fe.Serve(ctx, ln)
 	if errors.Is(err, context.Canceled) {
