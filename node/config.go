@@ -34,6 +34,10 @@ type Config struct {
 	// client-facing API over HTTPS; empty, it is plain HTTP (behind an
 	// ingress that terminates TLS, or on a trusted network).
 	TLSCert, TLSKey string
+	// EngineTLSCA (engine_tls_ca) is a PEM file of the CA that signs the
+	// certificates of engines served over https (endpoint URLs starting
+	// with https://); empty, they are verified against the system's roots.
+	EngineTLSCA string
 	// NATS is natsbus.Embedded or a nats:// URL; NATSListen is where an
 	// embedded server listens.
 	NATS       string

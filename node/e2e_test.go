@@ -364,7 +364,8 @@ func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
 // TestClientAPIOverHTTPS: with tls_cert and tls_key the node serves its
 // OpenAI API over HTTPS (a completion through it works for a client that
 // trusts the certificate) and a plaintext request gets no answer from it;
-// a key without its certificate is refused before anything starts.
+// a key without its certificate, and an engine CA file without a
+// certificate, are refused before anything starts.
 func TestClientAPIOverHTTPS(t *testing.T) {
 	pki := mtlstest.WritePKI(t, t.TempDir())
 	f := startFleet(t, 1, func(c *node.Config) { c.TLSCert, c.TLSKey = pki.Cert, pki.Key })
@@ -395,5 +396,10 @@ func TestClientAPIOverHTTPS(t *testing.T) {
 	cfg.TLSKey = pki.Key
 	if _, err := node.New(cfg, nil); !errors.Is(err, node.ErrConfig) || !strings.Contains(err.Error(), "tls_cert") {
 		t.Fatalf("key without certificate: %v", err)
+	}
+	cfg = node.DefaultConfig()
+	cfg.EngineTLSCA = pki.Key // a key, not a certificate
+	if _, err := node.New(cfg, nil); !errors.Is(err, node.ErrConfig) || !strings.Contains(err.Error(), "engine_tls_ca") {
+		t.Fatalf("engine CA without a certificate: %v", err)
 	}
 }

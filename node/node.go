@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -81,6 +83,17 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 			return nil, fmt.Errorf("%w: tls_cert/tls_key: %v", ErrConfig, err)
 		}
 		n.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if cfg.EngineTLSCA != "" {
+		pem, err := os.ReadFile(cfg.EngineTLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("%w: engine_tls_ca: %v", ErrConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: engine_tls_ca %s: no PEM certificate", ErrConfig, cfg.EngineTLSCA)
+		}
+		n.cfg.Frontend.EngineRootCAs = pool
 	}
 	return n, nil
 }

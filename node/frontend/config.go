@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,6 +53,9 @@ type Config struct {
 	// SGLang) requires. One key serves the fleet. Clients' own
 	// credentials are never passed on, and the key is never logged.
 	EngineAPIKey string
+	// EngineRootCAs verifies engines served over https; nil means the
+	// system's roots.
+	EngineRootCAs *x509.CertPool
 
 	// OverloadStatus is the HTTP status for dispatch.ErrOverloaded (529 by
 	// default; 429 and 503 are common alternatives).

@@ -131,6 +131,8 @@ type fakeEngine struct {
 	// apiKey, when set, makes the engine answer 401 to requests without
 	// "Authorization: Bearer <apiKey>", as vLLM started with --api-key does.
 	apiKey string
+	// https serves the engine over TLS with httptest's certificate.
+	https bool
 
 	mu       sync.Mutex
 	bodies   [][]byte
@@ -144,7 +146,11 @@ func newFakeEngine(t *testing.T, configure func(*fakeEngine)) *fakeEngine {
 	if configure != nil {
 		configure(e)
 	}
-	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
+	if e.https {
+		e.Server = httptest.NewTLSServer(http.HandlerFunc(e.serve))
+	} else {
+		e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
+	}
 	t.Cleanup(e.Close)
 	return e
 }

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -88,6 +89,7 @@ func newTransport(cfg Config) *http.Transport {
 		ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout,
 		DisableCompression:    true,
 		ReadBufferSize:        64 << 10,
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.EngineRootCAs, MinVersion: tls.VersionTLS12},
 	}
 }
 

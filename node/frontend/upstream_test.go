@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -112,6 +113,32 @@ func TestEngineAPIKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHTTPSEngineVerifiedAgainstEngineRootCAs: an engine served over
+// https is reached when its certificate chains to EngineRootCAs, and
+// refused (502) when it does not.
+func TestHTTPSEngineVerifiedAgainstEngineRootCAs(t *testing.T) {
+	e := newFakeEngine(t, func(e *fakeEngine) { e.https = true })
+	trusted := x509.NewCertPool()
+	trusted.AddCert(e.Certificate())
+	for _, tc := range []struct {
+		name   string
+		roots  *x509.CertPool
+		status int
+	}{
+		{"trusted", trusted, 200},
+		{"system roots", nil, http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startFrontend(t, Config{EngineRootCAs: tc.roots}, newFakeRouter(e.URL, "m"))
+			resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x"}`, nil)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
 }
 
 func TestEngineUnreachable(t *testing.T) {
