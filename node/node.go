@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -18,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/frontend"
@@ -77,23 +76,16 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
 	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
+	var err error
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tls_cert/tls_key: %v", ErrConfig, err)
+		if n.tls, err = mtls.ServerCert("tls", cfg.TLSCert, cfg.TLSKey); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		n.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if cfg.EngineTLSCA != "" {
-		pem, err := os.ReadFile(cfg.EngineTLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("%w: engine_tls_ca: %v", ErrConfig, err)
+		if n.cfg.Frontend.EngineRootCAs, err = mtls.CAPool("engine_tls_ca", cfg.EngineTLSCA); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: engine_tls_ca %s: no PEM certificate", ErrConfig, cfg.EngineTLSCA)
-		}
-		n.cfg.Frontend.EngineRootCAs = pool
 	}
 	return n, nil
 }

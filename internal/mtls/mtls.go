@@ -35,16 +35,37 @@ func Load(prefix string, f Files) (server, client *tls.Config, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s_cert/%s_key: %v", ErrFiles, prefix, prefix, err)
 	}
-	pem, err := os.ReadFile(f.CA)
+	pool, err := CAPool(prefix+"_ca", f.CA)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s_ca: %v", ErrFiles, prefix, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%w: %s_ca %s: no PEM certificate", ErrFiles, prefix, f.CA)
+		return nil, nil, err
 	}
 	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
 	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}
 	return server, client, nil
+}
+
+// ServerCert loads a server certificate for a listener that asks clients
+// for none (a client-facing HTTPS API); prefix names the keys in errors,
+// "<prefix>_cert/<prefix>_key".
+func ServerCert(prefix, certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s_cert/%s_key: %v", ErrFiles, prefix, prefix, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// CAPool reads the PEM certificates of file into a pool; key names the
+// file's configuration key in errors.
+func CAPool(key, file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrFiles, key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: %s %s: no PEM certificate", ErrFiles, key, file)
+	}
+	return pool, nil
 }

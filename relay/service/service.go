@@ -163,11 +163,11 @@ func gatewayCert(c *Config) (*tls.Config, error) {
 	if c.GatewayTLSCert == "" {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(c.GatewayTLSCert, c.GatewayTLSKey)
+	cfg, err := mtls.ServerCert("gateway_tls", c.GatewayTLSCert, c.GatewayTLSKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: gateway_tls_cert/gateway_tls_key: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	return cfg, nil
 }
 
 // loadTLS loads one link's mutual TLS; nil configurations when its files
