@@ -431,24 +431,7 @@ func latPercentiles(d []time.Duration) (p50, p99 time.Duration) {
 // engine's answer), which is part of its added latency that no code in
 // the node can remove.
 func BenchmarkLoopbackWake(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := loopbackPeer(b, func(c net.Conn) { _, _ = io.Copy(c, c) })
 	for _, gap := range []time.Duration{0, time.Millisecond} {
 		b.Run("gap-"+gap.String(), func(b *testing.B) {
 			buf := make([]byte, 8)
@@ -486,17 +469,7 @@ func BenchmarkLoopbackBody(b *testing.B) {
 		prefix[j] = uint32(rng.IntN(latVocabulary))
 	}
 	body := latencyBodies(1, [][]uint32{prefix}, rng)[0]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	c := loopbackPeer(b, func(c net.Conn) {
 		buf := make([]byte, len(body))
 		for {
 			if _, err := io.ReadFull(c, buf); err != nil {
@@ -506,12 +479,7 @@ func BenchmarkLoopbackBody(b *testing.B) {
 				return
 			}
 		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	})
 	one := make([]byte, 1)
 	var writes, rtts []time.Duration
 	for b.Loop() {
@@ -532,4 +500,30 @@ func BenchmarkLoopbackBody(b *testing.B) {
 	b.ReportMetric(float64(w50)/float64(time.Microsecond), "write-p50-us")
 	b.ReportMetric(float64(r50)/float64(time.Microsecond), "rtt-p50-us")
 	b.ReportMetric(float64(r99)/float64(time.Microsecond), "rtt-p99-us")
+}
+
+// loopbackPeer listens on loopback, runs serve on the one connection it
+// accepts, and returns the dialled other end; both close when the
+// benchmark ends.
+func loopbackPeer(b *testing.B, serve func(net.Conn)) net.Conn {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -241,13 +241,7 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 		t.Skip("two DCs with router clusters, relays and engines; run without -short")
 	}
 	a, b := startFederation(t, 5*time.Millisecond)
-	prefix := tokens(1, 40*blockSize)
-	if got := complete(t, b, "", prefix); got != b.name {
-		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
-	}
-	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
-	waitLaneSees(t, a, b, hs)
-	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	longer := servedPrefixSeenBy(t, b, a)
 	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": longer})
 	resp, err := a.client.Post(a.url+"/v1/route/explain", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -304,13 +298,7 @@ func TestFederationOverTLS(t *testing.T) {
 			r.Peers[i].GatewayURL = "https://" + strings.TrimPrefix(r.Peers[i].GatewayURL, "http://")
 		}
 	})
-	prefix := tokens(1, 40*blockSize)
-	if got := complete(t, b, "", prefix); got != b.name {
-		t.Fatalf("a fresh prompt at %s's gateway was served by %q", b.name, got)
-	}
-	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
-	waitLaneSees(t, a, b, hs)
-	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	longer := servedPrefixSeenBy(t, b, a)
 	if got := complete(t, a, "", longer); got != b.name {
 		t.Fatalf("a prompt whose prefix %s holds was served by %q at %s's gateway", b.name, got, a.name)
 	}
@@ -335,6 +323,20 @@ func TestFederationOverTLS(t *testing.T) {
 	if err == nil {
 		t.Fatal("a plaintext subscriber was served by a relay with WAN TLS")
 	}
+}
+
+// servedPrefixSeenBy serves a fresh 40-block prompt at at's gateway,
+// checks at served it, waits until from's lane of at holds it, and
+// returns a longer prompt that extends it.
+func servedPrefixSeenBy(t *testing.T, at, from *dc) []int {
+	t.Helper()
+	prefix := tokens(1, 40*blockSize)
+	if got := complete(t, at, "", prefix); got != at.name {
+		t.Fatalf("a fresh prompt at %s's gateway was served by %q", at.name, got)
+	}
+	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
+	waitLaneSees(t, from, at, hs)
+	return append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
 }
 
 // waitLaneSees waits until from's relay sees, in its summary lane of
