@@ -66,8 +66,8 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	req.GetBody = x.body.reader
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", x.id)
-	if k := x.s.cfg.EngineAPIKey; k != "" {
-		req.Header.Set("Authorization", "Bearer "+k)
+	if x.s.engineAuth != "" {
+		req.Header.Set("Authorization", x.s.engineAuth)
 	}
 	if x.p.Stream {
 		req.Header.Set("Accept", "text/event-stream")

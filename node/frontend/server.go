@@ -41,6 +41,9 @@ type Server struct {
 	draining  atomic.Bool
 	idPrefix  string
 	idSeq     atomic.Uint64
+	// engineAuth is the Authorization value sent to engines, built once
+	// from Config.EngineAPIKey ("" without a key).
+	engineAuth string
 }
 
 // New builds a Server. m and log may be nil (no metrics, no logs).
@@ -60,6 +63,9 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 		tp = otel.GetTracerProvider()
 	}
 	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName)}
+	if cfg.EngineAPIKey != "" {
+		s.engineAuth = "Bearer " + cfg.EngineAPIKey
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		s.transport = newEngineTransport(cfg)
