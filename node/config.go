@@ -89,6 +89,9 @@ func (c *Config) Validate() error {
 	if err := c.Events.EnsureDefaults().Validate(); err != nil {
 		return err
 	}
+	// An engine the router cannot reach is left out until the liveness
+	// timeout, by which the event plane has dropped a dead one.
+	c.Dispatch.SuspectTimeout = c.Events.LivenessTimeout
 	c.Dispatch = c.Dispatch.EnsureDefaults()
 	if err := c.Dispatch.Validate(); err != nil {
 		return err

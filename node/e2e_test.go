@@ -23,6 +23,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
+	"github.com/kvrouter/kvrouter/internal/netem"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
@@ -76,19 +77,43 @@ func startFleet(t *testing.T, engines int, tweak func(*node.Config)) *fleet {
 	return f
 }
 
-func (f *fleet) startEngine(id uint64) {
+func (f *fleet) startEngine(id uint64) { f.serveEngine(id, f.listen(), "") }
+
+// startEngineBehindProxy starts engine id advertising a proxy's address as
+// its endpoint; closing the proxy makes the engine unreachable to the node
+// while it stays registered, as a killed engine's process does until the
+// liveness timeout.
+func (f *fleet) startEngineBehindProxy(id uint64) *netem.Proxy {
+	f.t.Helper()
+	ln := f.listen()
+	px, err := netem.Listen(ln.Addr().String(), 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(px.Close)
+	f.serveEngine(id, ln, "http://"+px.Addr())
+	return px
+}
+
+func (f *fleet) listen() net.Listener {
+	f.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ln
+}
+
+// serveEngine runs engine id on ln, advertising endpoint ("": ln's).
+func (f *fleet) serveEngine(id uint64, ln net.Listener, endpoint string) {
 	f.t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	bus, err := natsbus.Open(natsbus.Config{URL: f.node.NATSURL()}, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond,
+	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond, EndpointURL: endpoint,
 		Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}, bus.Conn, log)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -294,6 +319,76 @@ func TestHungEngineTrafficReroutes(t *testing.T) {
 			t.Fatalf("request %d went to %s", i, w)
 		}
 	}
+}
+
+// An engine that dies without a goodbye stays registered until the
+// liveness timeout (here a minute, so that it cannot interfere). The first
+// request routed to it in that time, although its prefix is cached there,
+// finds the engine unreachable and is routed again at once; the requests
+// after it, and a session bound to the dead engine, go straight to the
+// other engine. No client sees an error.
+func TestUnreachableEngineTrafficReroutes(t *testing.T) {
+	f := startFleet(t, 1, func(c *node.Config) {
+		c.Events.LivenessTimeout = time.Minute
+		c.Dispatch.AffinityTTL = time.Minute
+	})
+	px := f.startEngineBehindProxy(2)
+	f.waitEngines(2)
+	prefix := f.promptServedBy("2/")
+	sessionWorker := func() string {
+		body, _ := json.Marshal(map[string]any{"model": model, "prompt": prefix, "max_tokens": 2})
+		req, _ := http.NewRequest(http.MethodPost, f.base+"/v1/completions", bytes.NewReader(body))
+		req.Header.Set("X-Session-ID", "conversation")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("session request: status %d, %v", resp.StatusCode, err)
+		}
+		return resp.Header.Get("X-Kvrouter-Worker")
+	}
+	if w := sessionWorker(); !strings.HasPrefix(w, "2/") {
+		t.Fatalf("session bound to %s, want engine 2, which caches its prompt", w)
+	}
+	f.engines[2].PauseHeartbeats(true)
+	px.Close()
+	for i := range 4 {
+		if w, _ := f.complete(prefix); !strings.HasPrefix(w, "1/") {
+			t.Fatalf("request %d after the kill served by %s", i, w)
+		}
+	}
+	for i := range 2 {
+		if w := sessionWorker(); !strings.HasPrefix(w, "1/") {
+			t.Fatalf("session request %d after the kill served by %s", i, w)
+		}
+	}
+	if n := testutil.ToFloat64(f.node.Metrics().EngineUnreachable); n != 1 {
+		t.Fatalf("%v requests found the engine unreachable, want exactly the first", n)
+	}
+	if n := f.node.Engines(); n != 2 {
+		t.Fatalf("%d engines registered: the liveness timeout, not the reroute, moved the traffic", n)
+	}
+}
+
+// promptServedBy returns a 256-token prompt that the node sent to the
+// engine whose rank names start with prefix, and waits until that engine's
+// stored event for it has reached the index.
+func (f *fleet) promptServedBy(prefix string) []int {
+	f.t.Helper()
+	stored := testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok"))
+	for i := range 20 {
+		p := seq(10000*(i+1), 256)
+		w, _ := f.complete(p)
+		stored++
+		f.waitStored(stored)
+		if strings.HasPrefix(w, prefix) {
+			return p
+		}
+	}
+	f.t.Fatalf("no prompt of 20 went to %s", prefix)
+	return nil
 }
 
 func TestBadInputGetsDocumented4xx(t *testing.T) {

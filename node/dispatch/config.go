@@ -47,6 +47,13 @@ const (
 	// sweeps every 60 s; the sweep scans every active request.
 	DefaultExpireInterval = 60 * time.Second
 
+	// DefaultSuspectTimeout is how long an engine that a request could not
+	// reach is left out of selection: the event plane's default liveness
+	// timeout (3 s), by which a dead engine has been dropped and a live one
+	// has had time to come back. The node sets it to its own liveness
+	// timeout.
+	DefaultSuspectTimeout = 3 * time.Second
+
 	// maxBlockSize bounds an explicit block size as the card decoder does.
 	maxBlockSize = 1 << 16
 )
@@ -106,6 +113,11 @@ type Config struct {
 	// ExpireInterval rate-limits the expiry sweep (expire_interval).
 	// Default 60 s.
 	ExpireInterval time.Duration
+	// SuspectTimeout is how long an engine that could not be reached (a
+	// refused or timed-out connection, reported through Decision.Done with
+	// ErrEngineUnreachable) gets no request. Default 3 s; the node uses its
+	// liveness timeout.
+	SuspectTimeout time.Duration
 	// Seed seeds the selectors' random generator (seed), so that equal
 	// inputs make equal decisions. Default 0, itself a fixed seed.
 	Seed uint64
@@ -126,12 +138,13 @@ func DefaultConfig() Config {
 		DeviceAware:     policy.DefaultDeviceAwareConfig(),
 		MaxRequestAge:   load.DefaultMaxRequestAge,
 		ExpireInterval:  DefaultExpireInterval,
+		SuspectTimeout:  DefaultSuspectTimeout,
 		Now:             time.Now,
 	}
 }
 
 // EnsureDefaults returns c with the fields whose zero value means "unset"
-// (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, Now, and the
+// (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, SuspectTimeout, Now, and the
 // selector configurations when wholly zero, which no selector can use)
 // defaulted. Fields whose zero value is meaningful (MaxRequestAge, single
 // KV knobs) are left alone.
@@ -148,6 +161,9 @@ func (c Config) EnsureDefaults() Config {
 	}
 	if c.ExpireInterval == 0 {
 		c.ExpireInterval = d.ExpireInterval
+	}
+	if c.SuspectTimeout == 0 {
+		c.SuspectTimeout = d.SuspectTimeout
 	}
 	if c.Now == nil {
 		c.Now = d.Now
@@ -183,6 +199,8 @@ func (c Config) validateCore() error {
 		return configError("block_size: must be in 0..%d, got %d", maxBlockSize, c.BlockSize)
 	case c.MaxPromptTokens <= 0:
 		return configError("max_prompt_tokens: must be > 0, got %d", c.MaxPromptTokens)
+	case c.SuspectTimeout < 0:
+		return configError("suspect_timeout: must be > 0, got %v", c.SuspectTimeout)
 	case c.Now == nil:
 		return configError("now: a clock is required")
 	}

@@ -128,8 +128,11 @@ func (f *inflight) onFirstToken() {
 
 // done frees the request's load, binds a new session on success (when no
 // first token was reported), releases the session's hold and ends a final
-// session.
+// session. An unreachable engine becomes a suspect first.
 func (f *inflight) done(err error) {
+	if errors.Is(err, ErrEngineUnreachable) {
+		f.d.suspect(f.w.ID)
+	}
 	f.t.Free(f.id)
 	f.d.publishLoad(f.t, f.w)
 	if err == nil {

@@ -44,6 +44,7 @@ type Dispatcher struct {
 	// authoritative: bindings is an Authoritative store (bind first).
 	authoritative bool
 
+	suspects   suspects
 	lastExpire atomic.Int64
 	scratch    sync.Pool
 }

@@ -11,7 +11,9 @@
 //  2. Candidates: the live ranks serving the model (Engines.Workers). An
 //     unknown model is ErrModelNotFound; a known one without a live rank
 //     is ErrNoEngine. Ranks whose block size differs from the model's
-//     (Config.BlockSize, else the first rank's card) are not candidates.
+//     (Config.BlockSize, else the first rank's card) are not candidates,
+//     nor are the ranks of an engine that a request could not reach in
+//     the last Config.SuspectTimeout (see Unreachable engines).
 //  3. Hashing: token ids become chained block hashes at that block size
 //     (routing.BlockHashes, seed routing.Seed(LoRA, CacheSalt)); a text
 //     prompt becomes text-chunk hashes (routing.TextHashes, 256-byte
@@ -73,6 +75,20 @@
 //
 // The store is behind the Bindings interface: MemBindings for one node, a
 // replicated store later.
+//
+// # Unreachable engines
+//
+// An engine killed without a goodbye stays in the registry until the
+// event plane's liveness timeout, and the kv policy keeps choosing it for
+// the prefixes it cached. The frontend reports a request that could not
+// reach its engine (nothing was sent) with Done(ErrEngineUnreachable) and
+// routes it once more; the dispatcher makes that engine a suspect, left
+// out of the candidates for Config.SuspectTimeout (the node's liveness
+// timeout), so the second Route and the requests after it go elsewhere
+// without each paying a failed connection. A session bound to a suspect is
+// treated as bound to an engine that left: invalidated and selected
+// afresh. With every engine suspected, Route returns ErrNoEngine. Suspects
+// are counted in kvrouter_router_engine_unreachable_total.
 //
 // # Refusals
 //

@@ -34,6 +34,7 @@ type observers struct {
 	hashing, matching, scheduling, total prometheus.Observer
 	events                               map[string]prometheus.Counter
 	hit                                  *hitRates
+	unreachable                          prometheus.Counter
 }
 
 // hitRates caches the predicted hit rate histogram's child per model, so
@@ -73,11 +74,19 @@ func newObservers(m *metrics.Metrics) observers {
 	o.scheduling = m.Overhead.WithLabelValues("scheduling")
 	o.total = m.Overhead.WithLabelValues("total")
 	o.hit = &hitRates{vec: m.PredictedHitRate, models: make(map[string]prometheus.Observer)}
+	o.unreachable = m.EngineUnreachable
 	o.events = make(map[string]prometheus.Counter, len(affinityEvents))
 	for _, ev := range affinityEvents {
 		o.events[ev] = m.AffinityEvents.WithLabelValues(ev)
 	}
 	return o
+}
+
+// engineUnreachable counts an engine a request could not reach.
+func (o *observers) engineUnreachable() {
+	if o.unreachable != nil {
+		o.unreachable.Inc()
+	}
 }
 
 // phases are the timestamps of one Route call.

@@ -120,12 +120,20 @@ func (d *Dispatcher) collect(sc *scratch, r *Request) error {
 		bs = ranks[0].BlockSize
 	}
 	sc.cands = sc.cands[:0]
+	suspected := 0
 	for _, in := range ranks {
-		if in.BlockSize == bs {
+		switch {
+		case in.BlockSize != bs:
+		case d.suspects.has(in.Worker.ID, sc.plan.now):
+			suspected++
+		default:
 			sc.cands = append(sc.cands, policy.Candidate{Info: in})
 		}
 	}
 	if len(sc.cands) == 0 {
+		if suspected > 0 {
+			return fmt.Errorf("%w: every rank serving %q was unreachable in the last %v", ErrNoEngine, r.Model, d.cfg.SuspectTimeout)
+		}
 		return fmt.Errorf("%w: no live rank serves %q at block size %d", ErrNoEngine, r.Model, bs)
 	}
 	sortCandidates(sc.cands)

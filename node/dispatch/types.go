@@ -135,3 +135,10 @@ var (
 	// ErrSessionLimit: too many sessions, or an id over the length limit (429/400).
 	ErrSessionLimit = errors.New("dispatch: session limit")
 )
+
+// ErrEngineUnreachable is not returned by Route: the frontend passes it
+// (wrapped) to Decision.Done when the chosen engine could not be reached
+// and nothing was sent to it. The dispatcher then leaves that engine out
+// of selection for Config.SuspectTimeout, so that the frontend's second
+// Route, and the requests after it, go elsewhere.
+var ErrEngineUnreachable = errors.New("dispatch: engine unreachable")

@@ -89,6 +89,14 @@
 //     bodies, and metric children are resolved once per model
 //     (observers.go), not looked up by label values on every request.
 //
+// Unreachable engines. When the connection to the chosen engine cannot be
+// made (refused, timed out), the engine has seen nothing and the client
+// nothing either, so the request is routed once more: Done reports
+// dispatch.ErrEngineUnreachable, which makes the dispatcher leave that
+// engine out, and a second Route chooses another. This moves a killed
+// engine's traffic at once rather than after the liveness timeout. A
+// second failure is answered with 502.
+//
 // Refusals. The frontend does not tokenize, does not retry on another
 // engine once a request was sent (the body may have been consumed), does
 // not rewrite bodies, and does not authenticate clients.

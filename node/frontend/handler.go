@@ -34,6 +34,8 @@ type exchange struct {
 	body   *body
 	dec    *dispatch.Decision
 	obs    observation
+	// rerouted is set once the request was routed a second time.
+	rerouted bool
 }
 
 // completionHandler serves one of the two proxied endpoints.
@@ -78,12 +80,31 @@ func (x *exchange) serve(ctx context.Context) {
 	}
 	x.model = x.p.Model
 	x.annotate(req)
-	// WorkerHeader tells the client which engine rank served it: operators
-	// use it to debug affinity and cache placement, and it carries nothing
-	// the client could not learn from latency anyway.
-	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
 	err = x.proxy(ctx)
+	if errors.Is(err, dispatch.ErrEngineUnreachable) {
+		x.dec.Done(err)
+		err = x.reroute(ctx, req)
+	}
 	x.dec.Done(err)
+}
+
+// reroute serves a request whose engine could not be reached, with
+// nothing sent, on the engine a second Route chooses: Done has told the
+// dispatcher, which leaves the first engine out. An engine killed without
+// a goodbye stays registered until the liveness timeout; this is how its
+// traffic moves at once instead. It happens at most once per request, and
+// a session bound to the unreachable engine is rebound by the second Route
+// as if the engine had left. The error is for the new decision's Done.
+func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
+	x.rerouted = true
+	dec, err := x.s.router.Route(ctx, req)
+	if err != nil {
+		x.fail(err)
+		return err
+	}
+	x.dec = dec
+	x.span.SetAttributes(attribute.String("kvrouter.rerouted_from", x.w.Header().Get(WorkerHeader)))
+	return x.proxy(ctx)
 }
 
 // readBody reads the whole body under MaxBodyBytes and BodyReadTimeout,

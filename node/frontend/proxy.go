@@ -2,14 +2,18 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
 // MaxResponseBytes caps a non-streaming engine response, which is buffered
@@ -27,8 +31,18 @@ func (x *exchange) proxy(ctx context.Context) error {
 	if err != nil {
 		return x.upstreamFailed(ctx, err)
 	}
+	// WorkerHeader tells the client which engine rank served it: operators
+	// use it to debug affinity and cache placement, and it carries nothing
+	// the client could not learn from latency anyway.
+	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
 	resp, err := x.s.client.Do(req)
 	if err != nil {
+		if !x.rerouted && isDialError(err) && x.r.Context().Err() == nil {
+			// Nothing reached the engine and nothing was written to the
+			// client: serve routes the request again.
+			x.s.log.Warn("engine unreachable, routing again", "request", x.id, "worker", x.dec.Worker.String(), "err", err)
+			return fmt.Errorf("%w: %w", dispatch.ErrEngineUnreachable, err)
+		}
 		return x.upstreamFailed(ctx, err)
 	}
 	defer resp.Body.Close()
@@ -43,6 +57,13 @@ func (x *exchange) proxy(ctx context.Context) error {
 		return x.relayStream(resp)
 	}
 	return x.relayBody(ctx, resp)
+}
+
+// isDialError reports whether err is a failure to connect (refused, timed
+// out, no route), after which the engine cannot have seen the request.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // upstreamRequest builds the engine request: the client's body byte for

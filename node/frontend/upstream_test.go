@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
 func TestNormaliseUpstreamError(t *testing.T) {
@@ -141,6 +143,8 @@ func TestHTTPSEngineVerifiedAgainstEngineRootCAs(t *testing.T) {
 	}
 }
 
+// A request whose engine cannot be reached is routed a second time; when
+// that engine cannot be reached either, the client gets 502.
 func TestEngineUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,9 +162,18 @@ func TestEngineUnreachable(t *testing.T) {
 		if _, code := decodeError(t, resp); code != "upstream_error" {
 			t.Fatalf("code %q", code)
 		}
-		if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+		// The first decision learns that its engine was unreachable, and
+		// the request is routed once more; the second failure is the
+		// client's 502.
+		if _, errs := r.waitDone(t); len(errs) != 2 || !errors.Is(errs[0], dispatch.ErrEngineUnreachable) || !errors.Is(errs[1], ErrUpstream) {
 			t.Fatalf("Done errors %v", errs)
 		}
+		<-r.doneCh // the second decision's Done, of the same request
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.reqs); n != 4 {
+		t.Fatalf("%d Route calls for 2 requests, want 2 each", n)
 	}
 	if code := get(t, ts, "/health"); code != 200 {
 		t.Fatalf("health %d", code)

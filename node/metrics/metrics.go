@@ -27,6 +27,9 @@ type Metrics struct {
 	// Overhead is the routing overhead by phase: "hashing", "matching",
 	// "scheduling" and "total".
 	Overhead *prometheus.HistogramVec
+	// EngineUnreachable counts requests whose chosen engine could not be
+	// reached (nothing was sent); each is routed once more, elsewhere.
+	EngineUnreachable prometheus.Counter
 
 	// WorkerActivePrefillTokens and WorkerActiveDecodeBlocks are the
 	// router's projected load per engine rank.
@@ -73,6 +76,7 @@ func New() *Metrics {
 	m.OutputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_output_tokens", Help: "Generated tokens per request.", Buckets: tokenBuckets}, []string{"model"})
 	m.PredictedHitRate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_predicted_kv_hit_ratio", Help: "Share of the prompt's blocks cached on the chosen worker, as the index predicted.", Buckets: prometheus.LinearBuckets(0, 0.1, 11)}, []string{"model"})
 	m.Overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_overhead_milliseconds", Help: "Routing overhead by phase (hashing, matching, scheduling, total).", Buckets: overheadBuckets}, []string{"phase"})
+	m.EngineUnreachable = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_router_engine_unreachable_total", Help: "Requests whose chosen engine could not be reached (nothing sent), each routed once more elsewhere."})
 	m.WorkerActivePrefillTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens", Help: "Prompt tokens routed to the worker rank and not yet prefilled."}, []string{"worker", "rank"})
 	m.WorkerActiveDecodeBlocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_decode_blocks", Help: "KV blocks held by active requests on the worker rank."}, []string{"worker", "rank"})
 	m.Workers = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_workers", Help: "Live engine ranks."})
@@ -83,7 +87,7 @@ func New() *Metrics {
 	m.SessionBindings = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_affinity_bindings", Help: "Live session bindings."})
 	m.AffinityEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_affinity_events_total", Help: "Session affinity events (bind, hit, rebind, invalidate, expire, unbind)."}, []string{"event"})
 	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.PredictedHitRate,
-		m.Overhead, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
+		m.Overhead, m.EngineUnreachable, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
 		m.Resyncs, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
 		f(c)
 	}
