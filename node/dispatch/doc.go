@@ -87,7 +87,9 @@
 // timeout), so the second Route and the requests after it go elsewhere
 // without each paying a failed connection. A session bound to a suspect is
 // treated as bound to an engine that left: invalidated and selected
-// afresh. With every engine suspected, Route returns ErrNoEngine. Suspects
+// afresh. With every engine suspected, or a request pinned to a suspect,
+// Route returns ErrNoEngine (not the bad-request error of a pin to an
+// engine that does not exist). Suspects
 // are counted in kvrouter_router_engine_unreachable_total.
 //
 // # Refusals

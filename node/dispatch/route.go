@@ -130,6 +130,11 @@ func (d *Dispatcher) collect(sc *scratch, r *Request) error {
 			sc.cands = append(sc.cands, policy.Candidate{Info: in})
 		}
 	}
+	if r.Pin != nil && suspected > 0 && d.suspects.has(r.Pin.Engine, sc.plan.now) {
+		// The pin names a registered engine, so the client is not at
+		// fault: the engine is unavailable, as one that left would be.
+		return fmt.Errorf("%w: pinned engine %d was unreachable in the last %v", ErrNoEngine, r.Pin.Engine, d.cfg.SuspectTimeout)
+	}
 	if len(sc.cands) == 0 {
 		if suspected > 0 {
 			return fmt.Errorf("%w: every rank serving %q was unreachable in the last %v", ErrNoEngine, r.Model, d.cfg.SuspectTimeout)

@@ -41,6 +41,11 @@ func TestUnreachableEngineIsLeftOutForTheSuspectTimeout(t *testing.T) {
 	if b, ok, _ := f.d.bindings.Lookup(t0ctx, "s", f.clock.Now()); !ok || b.Worker == cached {
 		t.Fatalf("session binding %+v (found %v), want it moved off engine %v", b, ok, cached.ID)
 	}
+	pinned := f.req(prompt(1, 160))
+	pinned.Pin = &Pin{Engine: cached.ID, AnyRank: true}
+	if _, err := f.d.Route(t0ctx, pinned); !errors.Is(err, ErrNoEngine) {
+		t.Fatalf("pinned to the suspected engine: %v, want ErrNoEngine", err)
+	}
 	other := f.route(f.req(prompt(900, 160)))
 	other.Done(fmt.Errorf("%w: connection refused", ErrEngineUnreachable))
 	if _, err := f.d.Route(t0ctx, f.req(prompt(1, 160))); !errors.Is(err, ErrNoEngine) {
