@@ -144,8 +144,9 @@ func DefaultConfig() Config {
 }
 
 // EnsureDefaults returns c with the fields whose zero value means "unset"
-// (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, SuspectTimeout, Now, and the
-// selector configurations when wholly zero, which no selector can use)
+// (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, SuspectTimeout,
+// Now, and the selector configurations when wholly zero, which no selector
+// can use)
 // defaulted. Fields whose zero value is meaningful (MaxRequestAge, single
 // KV knobs) are left alone.
 func (c Config) EnsureDefaults() Config {

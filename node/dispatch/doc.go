@@ -89,8 +89,8 @@
 // treated as bound to an engine that left: invalidated and selected
 // afresh. With every engine suspected, or a request pinned to a suspect,
 // Route returns ErrNoEngine (not the bad-request error of a pin to an
-// engine that does not exist). Suspects
-// are counted in kvrouter_router_engine_unreachable_total.
+// engine that does not exist). Suspicions are counted in
+// kvrouter_router_engine_unreachable_total.
 //
 // # Refusals
 //

@@ -102,8 +102,9 @@ func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
 		x.fail(err)
 		return err
 	}
+	x.span.SetAttributes(attribute.String("kvrouter.rerouted_from", x.dec.Worker.String()))
 	x.dec = dec
-	x.span.SetAttributes(attribute.String("kvrouter.rerouted_from", x.w.Header().Get(WorkerHeader)))
+	x.annotate(req)
 	return x.proxy(ctx)
 }
 

@@ -25,16 +25,16 @@ const MaxResponseBytes = 256 << 20
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
 func (x *exchange) proxy(ctx context.Context) error {
+	// WorkerHeader tells the client which engine rank served it: operators
+	// use it to debug affinity and cache placement, and it carries nothing
+	// the client could not learn from latency anyway.
+	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the upstream request on every return path
 	req, err := x.upstreamRequest(ctx)
 	if err != nil {
 		return x.upstreamFailed(ctx, err)
 	}
-	// WorkerHeader tells the client which engine rank served it: operators
-	// use it to debug affinity and cache placement, and it carries nothing
-	// the client could not learn from latency anyway.
-	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
 	resp, err := x.s.client.Do(req)
 	if err != nil {
 		if !x.rerouted && isDialError(err) && x.r.Context().Err() == nil {
