@@ -29,15 +29,20 @@
 //
 // TestMain builds the kvrouter binary once into a temporary directory.
 // The NATS server and the engines run inside the test process (they are
-// not under test); the router nodes are child processes whose logs are
-// kept in the test's temporary directory and printed on failure. Durations
-// are short in `make test` and longer under `make chaos`
-// (KVR_CHAOS_SECONDS). Seeds are fixed and printed; KVR_CHAOS_SEED
+// not under test), except in S21, which kills an engine; the router nodes
+// are child processes whose logs are kept in the test's temporary
+// directory and printed on failure. Durations are short in `make test` and
+// longer under `make chaos` (KVR_CHAOS_SECONDS). Seeds are fixed and printed; KVR_CHAOS_SEED
 // replays one. On a linearizability failure the porcupine visualisation
 // is written next to the logs.
 //
 // The scenarios are named after the reliability plan: S01 kills the leader
 // during binds; FullRestart kills every node at once and restarts them;
+// S21 kills an engine process (`kvrouter mocker`, the one scenario whose
+// engines are processes) under streaming load and checks that every
+// request sent after the kill is served, that the dead engine's streams
+// end at once, that a session moves only off the dead engine, and that
+// the nodes' booked load returns to zero;
 // FederationRelayKillAndWANCut runs two DCs whose relays reach each other
 // through a delaying proxy per direction (internal/netem), cuts and
 // restores that WAN and kills one relay, and checks that each DC serves

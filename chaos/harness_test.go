@@ -82,7 +82,6 @@ type dc struct {
 	name    string
 	nats    string
 	members []*member
-	engines int
 	mu      sync.Mutex
 }
 
@@ -96,11 +95,23 @@ func startDC(t *testing.T, engines int) *dc {
 // startNamedDC starts DC name with nodes router nodes (1 or more).
 func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
 	t.Helper()
+	return startDCWith(t, name, nodes, func(d *dc, ctx context.Context, wg *sync.WaitGroup) {
+		for id := range engines {
+			startEngine(t, ctx, wg, d.nats, name, uint64(id+1))
+		}
+	})
+}
+
+// startDCWith starts DC name's NATS server, then its engines by calling
+// engines (which must not return before they are started), then nodes
+// router nodes, and waits until every node is ready.
+func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx context.Context, wg *sync.WaitGroup)) *dc {
+	t.Helper()
 	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dc{t: t, name: name, nats: bus.URL(), engines: engines}
+	d := &dc{t: t, name: name, nats: bus.URL()}
 	root := t.TempDir() // before the cleanup below, so the logs outlive it
 	ectx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -115,9 +126,7 @@ func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
 		wg.Wait()
 		bus.Close()
 	})
-	for id := range engines {
-		startEngine(t, ectx, &wg, d.nats, name, uint64(id+1))
-	}
+	engines(d, ectx, &wg)
 	var peers []string
 	for i := range nodes {
 		m := &member{id: fmt.Sprintf("%s-n%d", name, i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}

@@ -1,0 +1,281 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+)
+
+// engineProc is one `kvrouter mocker` process.
+type engineProc struct {
+	id     uint64
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startEngineProcess starts engine id as a child process registering with
+// d's NATS server and returns once it runs; its log goes to dir.
+func startEngineProcess(t *testing.T, d *dc, id uint64, dir string) *engineProc {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("engine-%d.log", id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
+		"--http-addr", freeAddr(t), "--speedup", "10", "--block-size", strconv.Itoa(blockSize),
+		"--heartbeat-interval", "100ms", "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr, cmd.Env = logf, logf, childEnv()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e := &engineProc{id: id, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(e.exited) }()
+	t.Cleanup(e.kill)
+	return e
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (e *engineProc) kill() {
+	_ = e.cmd.Process.Signal(syscall.SIGKILL)
+	<-e.exited
+}
+
+// TestS21EngineKillMidStream: clients stream completions of sessions
+// (hard affinity) through three router nodes to three engine processes,
+// and one engine is killed with SIGKILL. The engine stays registered
+// until the nodes' liveness timeout (3 s), but:
+//
+//   - every request sent after the kill is served, by a live engine: a
+//     node that finds the dead engine unreachable routes the request again
+//     and leaves the engine out (kvrouter_router_engine_unreachable_total);
+//   - the streams it was serving end at once, not at the liveness timeout;
+//   - a session moves at most once, away from the dead engine;
+//   - once the load stops, the nodes' booked load on every engine is
+//     zero again and the dead engine's gauges are gone.
+func TestS21EngineKillMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster; run without -short")
+	}
+	sd := seed()
+	t.Logf("seed %d (KVR_CHAOS_SEED replays it)", sd)
+	logs := t.TempDir()
+	var engines []*engineProc
+	d := startDCWith(t, "dc1", 3, func(d *dc, _ context.Context, _ *sync.WaitGroup) {
+		for id := range uint64(3) {
+			engines = append(engines, startEngineProcess(t, d, id+1, logs))
+		}
+	})
+	h := newHistory()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for ci := range 8 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(sd, uint64(ci)))
+			c := newClient(ci, h)
+			for ctx.Err() == nil {
+				s := rng.IntN(40)
+				c.stream(d.members[rng.IntN(len(d.members))], "s-"+strconv.Itoa(s), s)
+			}
+		})
+	}
+	step := phase(2 * time.Second)
+	time.Sleep(step)
+	victim := engines[1]
+	dead := fmt.Sprintf("%d/", victim.id)
+	killedAt := h.now()
+	victim.kill()
+	reaped := h.now()
+	t.Logf("engine %d killed", victim.id)
+	time.Sleep(step)
+	cancel()
+	wg.Wait()
+
+	checkServedAfterKill(t, h, reaped)
+	checkStreamsEndedAtOnce(t, h, killedAt)
+	checkSessionsMovedOnlyOffTheDead(t, h, dead)
+	var unreachable float64
+	for _, m := range d.members {
+		unreachable += metricSum(t, m, "kvrouter_router_engine_unreachable_total")
+	}
+	if unreachable < 1 {
+		t.Fatal("no request found the dead engine unreachable: the scenario did not exercise rerouting")
+	}
+	t.Logf("requests that found the dead engine unreachable and were routed again: %v", unreachable)
+	checkLoadFreed(t, d, dead)
+}
+
+// stream sends one streaming completion of session through m, reads the
+// whole SSE answer and records it; a stream that ends without [DONE] or
+// with an error event is recorded as failed (indeterminate).
+func (c *client) stream(m *member, session string, seed int) {
+	tokens := make([]int, 64)
+	for i := range tokens {
+		tokens[i] = (seed*7919 + i*31) % 32000
+	}
+	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": tokens, "max_tokens": 48, "stream": true})
+	req, _ := http.NewRequest("POST", "http://"+m.http+"/v1/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-ID", session)
+	o := op{client: c.id, session: session, node: m.id, call: c.h.now()}
+	defer func() { o.ret = c.h.now(); c.h.add(o) }()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		o.unknown, o.err = true, err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	o.status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		o.unknown, o.err = true, fmt.Sprintf("status %d", resp.StatusCode)
+		return
+	}
+	o.engine = resp.Header.Get("X-Kvrouter-Worker")
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "data: [DONE]":
+			return
+		case strings.HasPrefix(line, `data: {"error"`):
+			o.unknown, o.err = true, line
+			return
+		}
+	}
+	o.unknown, o.err = true, fmt.Sprintf("stream ended without [DONE]: %v", sc.Err())
+}
+
+// checkServedAfterKill fails the test for any request sent after the dead
+// engine's process was gone that was not served in full.
+func checkServedAfterKill(t *testing.T, h *history, reaped int64) {
+	t.Helper()
+	after, failed := 0, 0
+	for _, o := range h.ops {
+		if o.call <= reaped {
+			continue
+		}
+		after++
+		if o.unknown {
+			failed++
+			t.Errorf("request of %s sent %v after the kill failed: %s", o.session, time.Duration(o.call-reaped), o.err)
+		}
+	}
+	if after < 50 {
+		t.Fatalf("only %d requests after the kill: too few to mean anything", after)
+	}
+	t.Logf("%d requests sent after the kill, %d failed", after, failed)
+}
+
+// checkStreamsEndedAtOnce fails the test for a request in flight at the
+// kill that lasted past the kill by more than 2 s: the streams the dead
+// engine served must end when it dies, not at the liveness timeout (3 s).
+// A stream takes about 50 ms here, so the bound leaves a loaded machine
+// a wide margin.
+func checkStreamsEndedAtOnce(t *testing.T, h *history, killedAt int64) {
+	t.Helper()
+	cut := 0
+	for _, o := range h.ops {
+		if o.call < killedAt && o.ret > killedAt {
+			if late := time.Duration(o.ret - killedAt); late > 2*time.Second {
+				t.Errorf("request of %s in flight at the kill ended %v after it (%s)", o.session, late, o.err)
+			}
+			if o.unknown {
+				cut++
+			}
+		}
+	}
+	t.Logf("%d requests in flight at the kill were cut", cut)
+}
+
+// checkSessionsMovedOnlyOffTheDead fails the test for a session whose
+// served requests, in call order, change engine other than once, away from
+// the dead engine.
+func checkSessionsMovedOnlyOffTheDead(t *testing.T, h *history, dead string) {
+	t.Helper()
+	served := map[string][]op{}
+	for _, o := range h.ops {
+		if !o.unknown {
+			served[o.session] = append(served[o.session], o)
+		}
+	}
+	moved := 0
+	for s, ops := range served {
+		slices.SortFunc(ops, func(a, b op) int { return int(a.call - b.call) })
+		changes := 0
+		for i := 1; i < len(ops); i++ {
+			if ops[i].engine == ops[i-1].engine {
+				continue
+			}
+			changes++
+			if !strings.HasPrefix(ops[i-1].engine, dead) || changes > 1 {
+				t.Errorf("session %s moved from %s to %s", s, ops[i-1].engine, ops[i].engine)
+			}
+		}
+		moved += changes
+	}
+	t.Logf("%d sessions served, %d moved off the dead engine", len(served), moved)
+}
+
+// checkLoadFreed waits out the liveness timeout, then fails the test when
+// a node still books load on an engine or keeps the dead engine's gauges.
+func checkLoadFreed(t *testing.T, d *dc, dead string) {
+	t.Helper()
+	time.Sleep(3500 * time.Millisecond)
+	for _, m := range d.members {
+		for _, line := range metricLines(t, m, "kvrouter_worker_active_") {
+			if strings.Contains(line, `worker="`+strings.TrimSuffix(dead, "/")+`"`) {
+				t.Errorf("%s still reports the dead engine: %s", m.id, line)
+			}
+			if !strings.HasSuffix(line, " 0") {
+				t.Errorf("%s books load after the run: %s", m.id, line)
+			}
+		}
+	}
+}
+
+// metricLines returns the samples of m's /metrics whose name starts with
+// prefix.
+func metricLines(t *testing.T, m *member, prefix string) []string {
+	t.Helper()
+	resp, err := http.Get("http://" + m.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
+
+// metricSum adds up the samples of metric name on m.
+func metricSum(t *testing.T, m *member, name string) float64 {
+	t.Helper()
+	var sum float64
+	for _, line := range metricLines(t, m, name) {
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
