@@ -30,7 +30,11 @@ import (
 // ones; prefetching a round's buckets explicitly gained nothing; a
 // transposed second copy of a domain's lanes, one row read per probe
 // position for all of them, was fastest cold but slower hot and doubled
-// the memory. The search is plain loops rather than a resumable state
+// the memory. On the later AMD EPYC machines, lockstep rounds were again
+// a fifth faster cold and twice as slow hot, and lanes of one shared
+// geometry stored only transposed, with every galloping position read in
+// the first round, were no faster cold: each of these reads a few hundred
+// cache lines per cold query. The search is plain loops rather than a resumable state
 // machine (the shape the lockstep prototypes needed), which made a hot
 // 16-lane query about a third faster.
 func prefixDepth(f *filter.Cuckoo, hs []routing.SeqHash, window int) int {
