@@ -39,10 +39,11 @@
 // The scenarios are named after the reliability plan: S01 kills the leader
 // during binds; FullRestart kills every node at once and restarts them;
 // S21 kills an engine process (`kvrouter mocker`, the one scenario whose
-// engines are processes) under streaming load and checks that every
-// request sent after the kill is served, that the dead engine's streams
-// end at once, that a session moves only off the dead engine, and that
-// the nodes' booked load returns to zero;
+// engines are processes) under streaming load, or stops it with SIGSTOP,
+// and checks that every request sent after the kill (or after every node
+// dropped the paused engine) is served, that the requests the engine held
+// end then, that a session moves only off that engine, and that the
+// nodes' booked load returns to zero;
 // FederationRelayKillAndWANCut runs two DCs whose relays reach each other
 // through a delaying proxy per direction (internal/netem), cuts and
 // restores that WAN and kills one relay, and checks that each DC serves

@@ -72,52 +72,129 @@ func TestS21EngineKillMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster; run without -short")
 	}
-	sd := seed()
-	t.Logf("seed %d (KVR_CHAOS_SEED replays it)", sd)
-	logs := t.TempDir()
-	var engines []*engineProc
-	d := startDCWith(t, "dc1", 3, func(d *dc, _ context.Context, _ *sync.WaitGroup) {
-		for id := range uint64(3) {
-			engines = append(engines, startEngineProcess(t, d, id+1, logs))
-		}
-	})
-	h := newHistory()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for ci := range 8 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(sd, uint64(ci)))
-			c := newClient(ci, h)
-			for ctx.Err() == nil {
-				s := rng.IntN(40)
-				c.stream(d.members[rng.IntN(len(d.members))], "s-"+strconv.Itoa(s), s)
-			}
-		})
-	}
-	step := phase(2 * time.Second)
-	time.Sleep(step)
-	victim := engines[1]
+	r := startEngineFaultRun(t)
+	victim := r.engines[1]
 	dead := fmt.Sprintf("%d/", victim.id)
-	killedAt := h.now()
+	killedAt := r.h.now()
 	victim.kill()
-	reaped := h.now()
+	reaped := r.h.now()
 	t.Logf("engine %d killed", victim.id)
-	time.Sleep(step)
-	cancel()
-	wg.Wait()
+	time.Sleep(r.step)
+	r.stop()
 
-	checkServedAfterKill(t, h, reaped)
-	checkStreamsEndedAtOnce(t, h, killedAt)
-	checkSessionsMovedOnlyOffTheDead(t, h, dead)
+	checkServedAfter(t, r.h, reaped, "the kill")
+	checkInFlightEndedBy(t, r.h, killedAt, killedAt, 2*time.Second)
+	checkSessionsMovedOnlyOffTheDead(t, r.h, dead)
 	var unreachable float64
-	for _, m := range d.members {
+	for _, m := range r.d.members {
 		unreachable += metricSum(t, m, "kvrouter_router_engine_unreachable_total")
 	}
 	if unreachable < 1 {
 		t.Fatal("no request found the dead engine unreachable: the scenario did not exercise rerouting")
 	}
 	t.Logf("requests that found the dead engine unreachable and were routed again: %v", unreachable)
-	checkLoadFreed(t, d, dead)
+	checkLoadFreed(t, r.d, dead)
+}
+
+// TestS21EnginePauseMidStream: the same load, and one engine is stopped
+// with SIGSTOP: it holds its connections open and answers nothing, and
+// its heartbeats stop. Once each node drops it for silence (the 3 s
+// liveness timeout):
+//
+//   - the requests it held, mid-stream or waiting for an answer, end at
+//     once (the node ends the requests of an engine it dropped for
+//     silence) instead of hanging until the client gives up;
+//   - every request sent after that is served;
+//   - a session moves at most once, away from the paused engine;
+//   - the nodes' booked load returns to zero.
+func TestS21EnginePauseMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster; run without -short")
+	}
+	r := startEngineFaultRun(t)
+	victim := r.engines[1]
+	paused := fmt.Sprintf("%d/", victim.id)
+	r.startedFault = r.h.now()
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("engine %d paused", victim.id)
+	dropped := r.waitDropped(t, 2)
+	t.Logf("every node dropped it %v after the pause", time.Duration(dropped-r.startedFault))
+	time.Sleep(r.step)
+	r.stop()
+
+	checkServedAfter(t, r.h, dropped, "every node dropped the paused engine")
+	if checkInFlightEndedBy(t, r.h, r.startedFault, dropped, 2*time.Second) == 0 {
+		t.Fatal("no request was held by the paused engine: the scenario did not exercise it")
+	}
+	checkSessionsMovedOnlyOffTheDead(t, r.h, paused)
+	checkLoadFreed(t, r.d, paused)
+}
+
+// engineFaultRun is a DC of three node processes and three engine
+// processes under a streaming load of 8 clients over 40 sessions, for the
+// engine fault scenarios.
+type engineFaultRun struct {
+	d            *dc
+	engines      []*engineProc
+	h            *history
+	step         time.Duration
+	startedFault int64
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+}
+
+// startEngineFaultRun starts the DC and the load and returns after one
+// phase of load, when the fault is due.
+func startEngineFaultRun(t *testing.T) *engineFaultRun {
+	t.Helper()
+	sd := seed()
+	t.Logf("seed %d (KVR_CHAOS_SEED replays it)", sd)
+	logs := t.TempDir()
+	r := &engineFaultRun{h: newHistory(), step: phase(2 * time.Second)}
+	r.d = startDCWith(t, "dc1", 3, func(d *dc, _ context.Context, _ *sync.WaitGroup) {
+		for id := range uint64(3) {
+			r.engines = append(r.engines, startEngineProcess(t, d, id+1, logs))
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for ci := range 8 {
+		r.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(sd, uint64(ci)))
+			c := newClient(ci, r.h)
+			for ctx.Err() == nil {
+				s := rng.IntN(40)
+				c.stream(r.d.members[rng.IntN(len(r.d.members))], "s-"+strconv.Itoa(s), s)
+			}
+		})
+	}
+	time.Sleep(r.step)
+	r.startedFault = r.h.now()
+	return r
+}
+
+// stop ends the load and waits for the clients.
+func (r *engineFaultRun) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// waitDropped polls every node until it counts live engine ranks no more
+// than live, and returns the history time when the last one did.
+func (r *engineFaultRun) waitDropped(t *testing.T, live float64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, m := range r.d.members {
+		for metricSum(t, m, "kvrouter_workers") > live {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still counts the silent engine after 30 s", m.id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return r.h.now()
 }
 
 // stream sends one streaming completion of session through m, reads the
@@ -160,46 +237,48 @@ func (c *client) stream(m *member, session string, seed int) {
 	o.unknown, o.err = true, fmt.Sprintf("stream ended without [DONE]: %v", sc.Err())
 }
 
-// checkServedAfterKill fails the test for any request sent after the dead
-// engine's process was gone that was not served in full.
-func checkServedAfterKill(t *testing.T, h *history, reaped int64) {
+// checkServedAfter fails the test for any request sent after the time
+// since (described by what) that was not served in full.
+func checkServedAfter(t *testing.T, h *history, since int64, what string) {
 	t.Helper()
 	after, failed := 0, 0
 	for _, o := range h.ops {
-		if o.call <= reaped {
+		if o.call <= since {
 			continue
 		}
 		after++
 		if o.unknown {
 			failed++
-			t.Errorf("request of %s sent %v after the kill failed: %s", o.session, time.Duration(o.call-reaped), o.err)
+			t.Errorf("request of %s sent %v after %s failed: %s", o.session, time.Duration(o.call-since), what, o.err)
 		}
 	}
 	if after < 50 {
-		t.Fatalf("only %d requests after the kill: too few to mean anything", after)
+		t.Fatalf("only %d requests after %s: too few to mean anything", after, what)
 	}
-	t.Logf("%d requests sent after the kill, %d failed", after, failed)
+	t.Logf("%d requests sent after %s, %d failed", after, what, failed)
 }
 
-// checkStreamsEndedAtOnce fails the test for a request in flight at the
-// kill that lasted past the kill by more than 2 s: the streams the dead
-// engine served must end when it dies, not at the liveness timeout (3 s).
-// A stream takes about 50 ms here, so the bound leaves a loaded machine
-// a wide margin.
-func checkStreamsEndedAtOnce(t *testing.T, h *history, killedAt int64) {
+// checkInFlightEndedBy fails the test for a request in flight after the
+// fault (at from) and sent before at that ended more than bound after at,
+// and returns how many of them failed. The requests of a dead engine must
+// end when it dies, and those of a paused one when the nodes drop it, not
+// at the liveness timeout (3 s) or when the client gives up. A stream
+// takes about 50 ms here, so a bound of 2 s leaves a loaded machine a wide
+// margin.
+func checkInFlightEndedBy(t *testing.T, h *history, from, at int64, bound time.Duration) (cut int) {
 	t.Helper()
-	cut := 0
 	for _, o := range h.ops {
-		if o.call < killedAt && o.ret > killedAt {
-			if late := time.Duration(o.ret - killedAt); late > 2*time.Second {
-				t.Errorf("request of %s in flight at the kill ended %v after it (%s)", o.session, late, o.err)
+		if o.call < at && o.ret > from {
+			if late := time.Duration(o.ret - at); late > bound {
+				t.Errorf("request of %s in flight at the fault ended %v late (%s)", o.session, late, o.err)
 			}
 			if o.unknown {
 				cut++
 			}
 		}
 	}
-	t.Logf("%d requests in flight at the kill were cut", cut)
+	t.Logf("%d requests in flight at the fault failed", cut)
+	return cut
 }
 
 // checkSessionsMovedOnlyOffTheDead fails the test for a session whose

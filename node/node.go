@@ -196,6 +196,7 @@ func (n *Node) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reg.OnSilent(func(e eventplane.Engine) { disp.EngineSilent(e.ID) })
 	reg.OnRemove(func(e eventplane.Engine) { disp.RemoveEngine(e.ID) })
 	if err := plane.Start(ctx); err != nil {
 		return err

@@ -85,7 +85,7 @@ func (d *Dispatcher) book(ctx context.Context, sc *scratch, r *Request, i int, b
 	d.gauges(w).set(p.tracker, w)
 	d.holdSession(ctx, s, w, bound, p)
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), id: r.ID, t: p.tracker, w: w, s: *s}
-	dec := NewDecision(w, url, f.onFirstToken, f.done)
+	dec := NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID))
 	dec.Blocks, dec.CachedBlocks, dec.SessionBound = p.blocks, int(c.Overlap.Device), bound
 	return dec, nil
 }

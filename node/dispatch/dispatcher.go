@@ -45,6 +45,7 @@ type Dispatcher struct {
 	authoritative bool
 
 	suspects   suspects
+	lives      lives
 	lastExpire atomic.Int64
 	scratch    sync.Pool
 }
@@ -188,6 +189,7 @@ func (d *Dispatcher) RemoveEngine(id routing.WorkerID) {
 		}
 		d.obs.dropWorker(w)
 	}
+	d.lives.end(id, nil)
 	d.invalidateEngine(id)
 }
 

@@ -92,6 +92,13 @@
 // engine that does not exist). Suspicions are counted in
 // kvrouter_router_engine_unreachable_total.
 //
+// An engine that hangs is reachable but answers nothing, so only the
+// registry's liveness timeout notices it. EngineSilent, which the node
+// calls for every engine the registry drops for silence (and not for one
+// that deregistered, which drains its requests first), ends the
+// Decision.Lost context of every request booked on it, and the frontend
+// ends those requests.
+//
 // # Refusals
 //
 // The dispatcher does not proxy, queue or retry requests, and does not

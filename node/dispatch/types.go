@@ -74,6 +74,7 @@ type Decision struct {
 
 	onFirstToken func()
 	done         func(error)
+	lost         context.Context
 }
 
 // NewDecision builds a decision with its progress callbacks; the
@@ -89,6 +90,25 @@ func (d *Decision) OnFirstToken() {
 		d.onFirstToken()
 		d.onFirstToken = nil
 	}
+}
+
+// WithLost sets the context that ends when the decision's engine is lost
+// (see Lost) and returns d; the dispatcher sets its engine's, tests of
+// the frontend their own.
+func (d *Decision) WithLost(lost context.Context) *Decision {
+	d.lost = lost
+	return d
+}
+
+// Lost is done when the registry dropped the decision's engine for
+// silence (Dispatcher.EngineSilent): the engine will not answer, and the
+// frontend ends the request. context.Cause wraps ErrEngineSilent. A
+// decision built by NewDecision alone is never lost.
+func (d *Decision) Lost() context.Context {
+	if d.lost == nil {
+		return context.Background()
+	}
+	return d.lost
 }
 
 // Done reports the end of the request; err is nil on success. Later calls
@@ -142,3 +162,7 @@ var (
 // of selection for Config.SuspectTimeout, so that the frontend's second
 // Route, and the requests after it, go elsewhere.
 var ErrEngineUnreachable = errors.New("dispatch: engine unreachable")
+
+// ErrEngineSilent is the cause of a Decision.Lost context: the engine
+// went silent and was dropped, so its requests were ended.
+var ErrEngineSilent = errors.New("dispatch: engine went silent")

@@ -83,6 +83,7 @@ type Registry struct {
 	mu        sync.RWMutex
 	engines   map[routing.WorkerID]*Engine
 	listeners []func(Engine)
+	silent    []func(Engine)
 }
 
 // NewRegistry returns an empty registry that expires engines silent for
@@ -99,6 +100,17 @@ func (r *Registry) OnRemove(f func(Engine)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.listeners = append(r.listeners, f)
+}
+
+// OnSilent registers f to be called with every engine that Sweep removes
+// because it went silent, before the OnRemove listeners: its requests in
+// flight will get no further answer, whereas an engine that deregisters
+// has drained its own, and one that restarted has closed their
+// connections.
+func (r *Registry) OnSilent(f func(Engine)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.silent = append(r.silent, f)
 }
 
 // Register records a card seen at now. The card is validated; an invalid
@@ -129,7 +141,7 @@ func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) 
 	r.setGaugeLocked()
 	r.mu.Unlock()
 	if change == Restarted {
-		r.notify([]Engine{prev})
+		r.notify([]Engine{prev}, false)
 	}
 	return change, nil
 }
@@ -196,7 +208,7 @@ func (r *Registry) Deregister(id routing.WorkerID, incarnation uint64) (Engine, 
 	r.setGaugeLocked()
 	r.mu.Unlock()
 	gone := e.clone()
-	r.notify([]Engine{gone})
+	r.notify([]Engine{gone}, false)
 	return gone, true
 }
 
@@ -214,16 +226,22 @@ func (r *Registry) Sweep(now time.Time) []Engine {
 	r.setGaugeLocked()
 	r.mu.Unlock()
 	slices.SortFunc(gone, func(a, b Engine) int { return cmp.Compare(a.ID, b.ID) })
-	r.notify(gone)
+	r.notify(gone, true)
 	return gone
 }
 
-func (r *Registry) notify(gone []Engine) {
+// notify calls the listeners with every engine gone: the OnSilent ones
+// first when the engines went silent, then the OnRemove ones.
+func (r *Registry) notify(gone []Engine, silent bool) {
 	if len(gone) == 0 {
 		return
 	}
 	r.mu.RLock()
-	ls := slices.Clone(r.listeners)
+	var ls []func(Engine)
+	if silent {
+		ls = append(ls, r.silent...)
+	}
+	ls = append(ls, r.listeners...)
 	r.mu.RUnlock()
 	for _, e := range gone {
 		for _, f := range ls {

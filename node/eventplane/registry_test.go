@@ -178,3 +178,28 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// OnSilent hears of the engines Sweep expires, before OnRemove does, and
+// of no engine that deregistered or restarted.
+func TestOnSilentHearsOnlyExpiredEngines(t *testing.T) {
+	r := NewRegistry(time.Second, nil)
+	var calls []string
+	r.OnSilent(func(e Engine) { calls = append(calls, fmt.Sprintf("silent %d", e.ID)) })
+	r.OnRemove(func(e Engine) { calls = append(calls, fmt.Sprintf("remove %d", e.ID)) })
+	for id := uint64(1); id <= 3; id++ {
+		if _, err := r.Register(card(id, "m", 1, 1, "c"), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := r.Deregister(2, 1); !ok {
+		t.Fatal("deregister refused")
+	}
+	if _, err := r.Register(card(3, "m", 1, 2, "c"), t0); err != nil { // a restart
+		t.Fatal(err)
+	}
+	r.Sweep(t0.Add(2 * time.Second))
+	want := []string{"remove 2", "remove 3", "silent 1", "remove 1", "silent 3", "remove 3"}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+}

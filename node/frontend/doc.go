@@ -95,7 +95,11 @@
 // dispatch.ErrEngineUnreachable, which makes the dispatcher leave that
 // engine out, and a second Route chooses another. This moves a killed
 // engine's traffic at once rather than after the liveness timeout. A
-// second failure is answered with 502.
+// second failure is answered with 502. An engine that hangs instead is
+// dropped at the liveness timeout, which ends the Decision.Lost context
+// of every request booked on it: the frontend then ends each of them, a
+// stream with an error event and a request still waiting with 502, as it
+// would if the engine had failed.
 //
 // Refusals. The frontend does not tokenize, does not retry on another
 // engine once a request was sent (the body may have been consumed), does

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,66 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	_, errs := r.waitDone(t)
 	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
 		t.Fatalf("Done errors %v, want one context.Canceled", errs)
+	}
+}
+
+// A decision whose engine is lost (dropped for silence) ends its request:
+// a stream hanging after its first token ends with an error event, and a
+// request still waiting for the engine's answer gets 502, both when the
+// Lost context ends rather than when the client gives up.
+func TestLostEngineEndsItsRequests(t *testing.T) {
+	ts, r, e := setup(t, Config{}, func(e *fakeEngine) { e.hang = true })
+	lost, drop := context.WithCancelCause(context.Background())
+	r.lost = lost
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp := streamRequest(t, ctx, ts, streamBody)
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "Hello") {
+			break
+		}
+	}
+	drop(fmt.Errorf("%w: engine 7", dispatch.ErrEngineSilent))
+	rest, err := io.ReadAll(rd)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), `"code":"upstream_error"`) {
+		t.Fatalf("stream after the engine was lost: %v %q, want an upstream_error event", err, rest)
+	}
+	select {
+	case <-e.canceled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine request was not canceled")
+	}
+	if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
+		t.Fatalf("Done errors %v, want one ErrEngineSilent", errs)
+	}
+
+	// An engine that reads the request and never answers; it notices the
+	// router's cancellation once the body is read.
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(silent.Close)
+	r2 := newFakeRouter(silent.URL, "m")
+	lost2, drop2 := context.WithCancelCause(context.Background())
+	r2.lost = lost2
+	ts2 := startFrontend(t, Config{}, r2)
+	time.AfterFunc(100*time.Millisecond, func() { drop2(fmt.Errorf("%w: engine 7", dispatch.ErrEngineSilent)) })
+	resp = post(t, ts2, "/v1/completions", `{"model":"m","prompt":"x"}`, nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("waiting request after the engine was lost: status %d, want 502", resp.StatusCode)
+	}
+	if _, code := decodeError(t, resp); code != "upstream_error" {
+		t.Fatalf("code %q", code)
+	}
+	if _, errs := r2.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
+		t.Fatalf("Done errors %v, want one ErrEngineSilent", errs)
 	}
 }
 

@@ -30,6 +30,8 @@ type fakeRouter struct {
 	done     map[string][]error
 	unbound  []string
 	doneCh   chan string
+	// lost, when set, is every decision's Lost context.
+	lost context.Context
 }
 
 var _ dispatch.Router = (*fakeRouter)(nil)
@@ -66,6 +68,9 @@ func (f *fakeRouter) Route(_ context.Context, r *dispatch.Request) (*dispatch.De
 			}
 		})
 	d.Blocks, d.CachedBlocks = 4, 2
+	if f.lost != nil {
+		d.WithLost(f.lost)
+	}
 	return d, nil
 }
 

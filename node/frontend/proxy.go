@@ -31,6 +31,9 @@ func (x *exchange) proxy(ctx context.Context) error {
 	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the upstream request on every return path
+	// An engine dropped for silence will not answer: ending the upstream
+	// request frees the client, mid-stream or still waiting.
+	defer context.AfterFunc(x.dec.Lost(), cancel)()
 	req, err := x.upstreamRequest(ctx)
 	if err != nil {
 		return x.upstreamFailed(ctx, err)
@@ -57,6 +60,15 @@ func (x *exchange) proxy(ctx context.Context) error {
 		return x.relayStream(resp)
 	}
 	return x.relayBody(ctx, resp)
+}
+
+// lostCause is why the dispatcher ended the request's engine
+// (dispatch.ErrEngineSilent), or nil while it has not.
+func (x *exchange) lostCause() error {
+	if lost := x.dec.Lost(); lost.Err() != nil {
+		return context.Cause(lost)
+	}
+	return nil
 }
 
 // isDialError reports whether err is a failure to connect (refused, timed
@@ -107,7 +119,11 @@ func (x *exchange) upstreamFailed(ctx context.Context, cause error) error {
 		x.status = StatusClientClosed
 		return err
 	}
-	if ctx.Err() == nil {
+	lost := x.lostCause()
+	if lost != nil {
+		cause = lost
+	}
+	if ctx.Err() == nil || lost != nil {
 		x.s.log.Warn("engine request failed", "request", x.id, "worker", x.dec.Worker.String(), "err", cause)
 	}
 	x.fail(fmt.Errorf("%w: engine %v did not answer", ErrUpstream, x.dec.Worker))

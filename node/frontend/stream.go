@@ -157,7 +157,9 @@ func (x *exchange) streamEnded(err error) error {
 	if cerr := x.r.Context().Err(); cerr != nil {
 		return x.clientGone(cerr)
 	}
-	switch {
+	switch lost := x.lostCause(); {
+	case lost != nil:
+		err = lost
 	case x.obs.streamError:
 		err = errors.New("engine reported an error in the stream")
 	case errors.Is(err, io.EOF):
