@@ -37,7 +37,8 @@
 // is written next to the logs.
 //
 // The scenarios are named after the reliability plan: S01 kills the leader
-// during binds; FullRestart kills every node at once and restarts them;
+// during binds; S02 stops it with SIGSTOP for three election timeouts and
+// lets it continue, with the same checks; FullRestart kills every node at once and restarts them;
 // S21 kills an engine process (`kvrouter mocker`, the one scenario whose
 // engines are processes) under streaming load, or stops it with SIGSTOP,
 // and checks that every request sent after the kill (or after every node

@@ -223,6 +223,14 @@ func (d *dc) kill(m *member) {
 	m.cmd = nil
 }
 
+// signal sends sig (SIGSTOP, SIGCONT) to the member's process.
+func (d *dc) signal(m *member, sig syscall.Signal) {
+	d.t.Helper()
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
 func (d *dc) alive(m *member) bool { return m.cmd != nil }
 
 // waitReady polls the member's /ready until it answers 200.

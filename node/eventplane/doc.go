@@ -25,7 +25,12 @@
 //     Config.LivenessTimeout (3 s by default, six heartbeat periods; see
 //     DefaultLivenessTimeout) is removed by the sweeper, as is an engine
 //     that deregisters with its current incarnation. Removal drops its
-//     blocks from the index and calls the OnRemove listeners.
+//     blocks from the index and calls the OnRemove listeners (and, for an
+//     engine that went silent, the OnSilent listeners first). Silence
+//     counts only while the node listens: after a gap in its own sweeps
+//     of more than half the liveness timeout (the node was stopped or
+//     starved, and heard nothing either), the gap is not held against the
+//     engines (Registry.Sweep).
 //
 // # KV events
 //

@@ -109,7 +109,7 @@ func TestSweepBoundary(t *testing.T) {
 	if gone := r.Sweep(t0.Add(time.Second)); len(gone) != 1 || gone[0].ID != 2 {
 		t.Fatalf("swept %+v, want engine 2", gone)
 	}
-	if gone := r.Sweep(t0.Add(time.Hour)); len(gone) != 1 || gone[0].ID != 1 {
+	if gone := r.Sweep(t0.Add(time.Second + time.Millisecond)); len(gone) != 1 || gone[0].ID != 1 {
 		t.Fatalf("swept %+v, want engine 1", gone)
 	}
 }
@@ -201,5 +201,34 @@ func TestOnSilentHearsOnlyExpiredEngines(t *testing.T) {
 	want := []string{"remove 2", "remove 3", "silent 1", "remove 1", "silent 3", "remove 3"}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Fatalf("calls %v, want %v", calls, want)
+	}
+}
+
+// Silence counts only while the node was sweeping: after a gap in the
+// sweeps longer than half the liveness timeout (the node was paused), no
+// engine expires for the time the node was not listening, and one that
+// stays silent afterwards still expires a liveness timeout later.
+func TestSweepDoesNotCountTheNodesOwnPause(t *testing.T) {
+	r := NewRegistry(3*time.Second, nil)
+	for id := uint64(1); id <= 2; id++ {
+		if _, err := r.Register(card(id, "m", 1, 1, "c"), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Sweep(t0.Add(250 * time.Millisecond))
+	// Paused for 4 s: longer than the liveness timeout.
+	if gone := r.Sweep(t0.Add(4250 * time.Millisecond)); len(gone) != 0 {
+		t.Fatalf("the node's own pause expired %d engines", len(gone))
+	}
+	// The queued heartbeat of engine 1 arrives; engine 2 stays silent.
+	if err := r.Heartbeat(&kvrpb.Heartbeat{EngineId: 1, Incarnation: 1, CardChecksum: "c"}, t0.Add(4300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var gone []Engine
+	for at := 4500 * time.Millisecond; at <= 7500*time.Millisecond && len(gone) == 0; at += 250 * time.Millisecond {
+		gone = r.Sweep(t0.Add(at))
+	}
+	if len(gone) != 1 || gone[0].ID != 2 {
+		t.Fatalf("expired %v after the pause, want engine 2 alone", gone)
 	}
 }
