@@ -27,10 +27,10 @@
 //     that deregisters with its current incarnation. Removal drops its
 //     blocks from the index and calls the OnRemove listeners (and, for an
 //     engine that went silent, the OnSilent listeners first). Silence
-//     counts only while the node listens: after a gap in its own sweeps
-//     of more than half the liveness timeout (the node was stopped or
-//     starved, and heard nothing either), the gap is not held against the
-//     engines (Registry.Sweep).
+//     counts only while the node listens: when the sweeper's own ticks,
+//     measured on the real clock, stop for more than half the liveness
+//     timeout (the node was stopped or starved, and heard nothing either),
+//     that gap is not held against the engines (Registry.Sweep).
 //
 // # KV events
 //

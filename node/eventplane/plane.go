@@ -248,21 +248,37 @@ func (p *Plane) handle(it item) {
 	}
 }
 
-// sweep is the liveness goroutine.
+// sweep is the liveness goroutine. It measures its own ticks on the real
+// clock: a gap longer than pausedGap means the process was not running
+// (or not scheduled), and the registry is told so that the engines'
+// silence during it does not count (Registry.Sweep).
 func (p *Plane) sweep() {
 	t := time.NewTicker(p.cfg.SweepInterval)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			for _, e := range p.reg.Sweep(p.cfg.Now()) {
+			var paused time.Duration
+			if gap := time.Since(last); gap > p.pausedGap() {
+				paused = gap
+				p.log.Warn("this node was paused; engines' silence during the pause is not counted", "for", gap)
+			}
+			last = time.Now()
+			for _, e := range p.reg.Sweep(p.cfg.Now(), paused) {
 				p.log.Info("engine expired", "worker", uint64(e.ID), "last_seen", e.LastSeen)
 			}
 			p.setConnected()
 		}
 	}
+}
+
+// pausedGap is the gap between sweeps that means this node was paused:
+// half the liveness timeout, and at least four sweep intervals.
+func (p *Plane) pausedGap() time.Duration {
+	return max(p.cfg.LivenessTimeout/2, 4*p.cfg.SweepInterval)
 }
 
 func (p *Plane) setConnected() {

@@ -84,8 +84,6 @@ type Registry struct {
 	engines   map[routing.WorkerID]*Engine
 	listeners []func(Engine)
 	silent    []func(Engine)
-	// swept is the time of the last Sweep (zero before the first).
-	swept time.Time
 }
 
 // NewRegistry returns an empty registry that expires engines silent for
@@ -217,23 +215,22 @@ func (r *Registry) Deregister(id routing.WorkerID, incarnation uint64) (Engine, 
 // Sweep removes every engine not seen for the liveness timeout before now
 // and returns them sorted by id.
 //
-// Silence counts only while this node was listening. When the sweeps
-// themselves stopped for more than half the liveness timeout (sweeps run
-// every 250 ms by default), the node was stopped or starved (SIGSTOP, a
-// VM pause, an overloaded machine) and heard no heartbeat either, though
-// the engines kept sending them. Sweep then moves every engine's LastSeen
-// forward by that gap instead of expiring them all: a node resumed after
-// a three-second pause used to drop every engine, and sessions bound to
-// engines that had never stopped were moved when their next requests
-// reached it before the queued heartbeats did.
-func (r *Registry) Sweep(now time.Time) []Engine {
+// paused is how long this node itself was not running just before now (0
+// normally; the sweeper measures it on the real clock): silence counts
+// only while the node listens. A node that was stopped or starved
+// (SIGSTOP, a VM pause, an overloaded machine) heard no heartbeat either,
+// though the engines kept sending them, so Sweep first moves every
+// engine's LastSeen forward by paused. A node resumed after a three-second
+// pause used to drop every engine, and sessions bound to engines that had
+// never stopped were moved when their next requests reached it before the
+// queued heartbeats did.
+func (r *Registry) Sweep(now time.Time, paused time.Duration) []Engine {
 	r.mu.Lock()
-	if gap := now.Sub(r.swept); !r.swept.IsZero() && gap > r.liveness/2 {
+	if paused > 0 {
 		for _, e := range r.engines {
-			e.LastSeen = e.LastSeen.Add(gap)
+			e.LastSeen = e.LastSeen.Add(paused)
 		}
 	}
-	r.swept = now
 	var gone []Engine
 	for id, e := range r.engines {
 		if now.Sub(e.LastSeen) >= r.liveness {

@@ -103,13 +103,13 @@ func TestSweepBoundary(t *testing.T) {
 	r := NewRegistry(time.Second, nil)
 	_, _ = r.Register(card(2, "m", 1, 1, "a"), t0)
 	_, _ = r.Register(card(1, "m", 1, 1, "a"), t0.Add(time.Millisecond))
-	if gone := r.Sweep(t0.Add(time.Second - time.Nanosecond)); len(gone) != 0 {
+	if gone := r.Sweep(t0.Add(time.Second-time.Nanosecond), 0); len(gone) != 0 {
 		t.Fatalf("swept early: %+v", gone)
 	}
-	if gone := r.Sweep(t0.Add(time.Second)); len(gone) != 1 || gone[0].ID != 2 {
+	if gone := r.Sweep(t0.Add(time.Second), 0); len(gone) != 1 || gone[0].ID != 2 {
 		t.Fatalf("swept %+v, want engine 2", gone)
 	}
-	if gone := r.Sweep(t0.Add(time.Second + time.Millisecond)); len(gone) != 1 || gone[0].ID != 1 {
+	if gone := r.Sweep(t0.Add(time.Hour), 0); len(gone) != 1 || gone[0].ID != 1 {
 		t.Fatalf("swept %+v, want engine 1", gone)
 	}
 }
@@ -197,17 +197,16 @@ func TestOnSilentHearsOnlyExpiredEngines(t *testing.T) {
 	if _, err := r.Register(card(3, "m", 1, 2, "c"), t0); err != nil { // a restart
 		t.Fatal(err)
 	}
-	r.Sweep(t0.Add(2 * time.Second))
+	r.Sweep(t0.Add(2*time.Second), 0)
 	want := []string{"remove 2", "remove 3", "silent 1", "remove 1", "silent 3", "remove 3"}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Fatalf("calls %v, want %v", calls, want)
 	}
 }
 
-// Silence counts only while the node was sweeping: after a gap in the
-// sweeps longer than half the liveness timeout (the node was paused), no
-// engine expires for the time the node was not listening, and one that
-// stays silent afterwards still expires a liveness timeout later.
+// Silence counts only while the node listens: the time the node reports
+// it was paused is not held against the engines, and an engine that stays
+// silent afterwards still expires a liveness timeout later.
 func TestSweepDoesNotCountTheNodesOwnPause(t *testing.T) {
 	r := NewRegistry(3*time.Second, nil)
 	for id := uint64(1); id <= 2; id++ {
@@ -215,9 +214,9 @@ func TestSweepDoesNotCountTheNodesOwnPause(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.Sweep(t0.Add(250 * time.Millisecond))
+	r.Sweep(t0.Add(250*time.Millisecond), 0)
 	// Paused for 4 s: longer than the liveness timeout.
-	if gone := r.Sweep(t0.Add(4250 * time.Millisecond)); len(gone) != 0 {
+	if gone := r.Sweep(t0.Add(4250*time.Millisecond), 4*time.Second); len(gone) != 0 {
 		t.Fatalf("the node's own pause expired %d engines", len(gone))
 	}
 	// The queued heartbeat of engine 1 arrives; engine 2 stays silent.
@@ -226,9 +225,12 @@ func TestSweepDoesNotCountTheNodesOwnPause(t *testing.T) {
 	}
 	var gone []Engine
 	for at := 4500 * time.Millisecond; at <= 7500*time.Millisecond && len(gone) == 0; at += 250 * time.Millisecond {
-		gone = r.Sweep(t0.Add(at))
+		gone = r.Sweep(t0.Add(at), 0)
 	}
 	if len(gone) != 1 || gone[0].ID != 2 {
 		t.Fatalf("expired %v after the pause, want engine 2 alone", gone)
+	}
+	if gone := r.Sweep(t0.Add(time.Hour), 0); len(gone) != 1 || gone[0].ID != 1 {
+		t.Fatalf("expired %v an hour later, want engine 1", gone)
 	}
 }

@@ -169,20 +169,26 @@ func streamRequest(t *testing.T, ctx context.Context, ts *testServer, body strin
 
 const streamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 
-func TestClientDisconnectMidStream(t *testing.T) {
-	ts, r, e := setup(t, Config{}, func(e *fakeEngine) { e.hang = true })
-	ctx, cancel := context.WithCancel(context.Background())
-	resp := streamRequest(t, ctx, ts, streamBody)
-	rd := bufio.NewReader(resp.Body)
+// readUntil reads rd line by line up to the first line holding s.
+func readUntil(t *testing.T, rd *bufio.Reader, s string) {
+	t.Helper()
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(line, "Hello") {
-			break
+		if strings.Contains(line, s) {
+			return
 		}
 	}
+}
+
+func TestClientDisconnectMidStream(t *testing.T) {
+	ts, r, e := setup(t, Config{}, func(e *fakeEngine) { e.hang = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := streamRequest(t, ctx, ts, streamBody)
+	rd := bufio.NewReader(resp.Body)
+	readUntil(t, rd, "Hello")
 	cancel()
 	resp.Body.Close()
 	select {
@@ -208,15 +214,7 @@ func TestLostEngineEndsItsRequests(t *testing.T) {
 	defer cancel()
 	resp := streamRequest(t, ctx, ts, streamBody)
 	rd := bufio.NewReader(resp.Body)
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "Hello") {
-			break
-		}
-	}
+	readUntil(t, rd, "Hello")
 	drop(fmt.Errorf("%w: engine 7", dispatch.ErrEngineSilent))
 	rest, err := io.ReadAll(rd)
 	resp.Body.Close()
