@@ -83,6 +83,13 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, bc.full)
+			probes := 0
+			for _, hs := range reqs[:min(len(reqs), 256)] {
+				for _, e := range c.lanes.Load().byDomain[domain] {
+					probes += countingDepth(e.lane, hs)
+				}
+			}
+			probes /= min(len(reqs), 256)
 			dst := make([]Result, 0, benchLanes)
 			now := time.Unix(1, 0)
 			lat := make([]time.Duration, 0, 1<<20)
@@ -95,12 +102,62 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 				lat = append(lat, time.Since(start))
 			}
 			p50 := reportLatencies(b, lat)
+			b.ReportMetric(float64(probes), "probes/query")
 			if bc.requests == 1 {
 				hotP50 = p50
 			}
 		})
 	}
 	b.Run("noise-floor", func(b *testing.B) { benchNoiseFloor(b, hotP50) })
+}
+
+// BenchmarkBest16Lanes64Blocks measures Best, the serving path's
+// question, over the lanes and requests of BenchmarkQuery16Lanes64Blocks
+// (run both in one invocation to compare them): the lane a request gains
+// most from when lanes differ only by depth (flat), and when each lane's
+// DC is a round trip further off (spread: 3.2 ms per block, 10 ms more
+// per lane, as the gateway's policy computes it). It also reports the
+// filter probes per query.
+func BenchmarkBest16Lanes64Blocks(b *testing.B) {
+	spread := Objective{Slope: 3.2, Intercept: func(r Result) (float64, bool) {
+		return -10 * float64(r.Pool.DC[0]-'a'), true
+	}}
+	cases := []struct {
+		name     string
+		requests int
+		full     bool
+		o        Objective
+	}{
+		{name: "mixed-depths/hot", requests: 1, o: flat},
+		{name: "mixed-depths/4096-requests", requests: 4096, o: flat},
+		{name: "mixed-depths/4096-requests/spread", requests: 4096, o: spread},
+		{name: "all-lanes-full/4096-requests", requests: 4096, full: true, o: flat},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			c, reqs := benchConsumer(b, bc.requests, bc.full)
+			probes := 0
+			for _, hs := range reqs[:min(len(reqs), 256)] {
+				s, _, _ := search(c, hs, bc.o, 0)
+				probes += s.probes
+			}
+			probes /= min(len(reqs), 256)
+			now := time.Unix(1, 0)
+			lat := make([]time.Duration, 0, 1<<20)
+			i := 0
+			for b.Loop() {
+				hs := reqs[i%len(reqs)]
+				i++
+				start := time.Now()
+				if _, _, ok := c.Best(domain, hs, now, bc.o, 0); !ok && bc.full {
+					b.Fatal("no lane holds a full request")
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportLatencies(b, lat)
+			b.ReportMetric(float64(probes), "probes/query")
+		})
+	}
 }
 
 // BenchmarkProbeCost measures one filter lookup issued back to back with

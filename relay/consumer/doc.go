@@ -22,6 +22,22 @@
 //     first k blocks of a request, the depth is at least k (property test);
 //     the depth always ends at a miss or at the request's end.
 //
+// # Two questions: every depth, or the best lane
+//
+// Query answers every lane's depth; the gateway's /v1/route/explain shows
+// them. Serving a request needs less: the one lane, if any, that beats the
+// local DC by the most under the gateway's formula, and its depth. Best
+// answers that, given the formula as an Objective (a gain linear in depth
+// at one slope for all lanes, plus a per-lane intercept for round trip and
+// load), and returns what BestOf over Query's results would (property
+// test). Its search (bestSearch) settles a lane that cannot beat the lead
+// with one probe at the depth it would need, and finds only the winner's
+// depth exactly, so a 16-lane request at mixed depths costs about 50
+// probes instead of about 180, and when the filters are out of cache,
+// where each probe is a cache miss, that is most of the query's time
+// (docs/benchmarks.md). The objective is the caller's; the consumer knows
+// nothing of the policy.
+//
 // # How staleness is measured
 //
 // A lane stamps, with Config.Now, every snapshot, delta and heartbeat it
@@ -71,7 +87,8 @@
 //
 // It does not dial: the caller passes a kvrpb.RelayClient on a connection
 // it built (publish.DialOptions with its TLS credentials). It does not
-// choose a DC (the gateway weighs depth, staleness and load), does not
+// weigh DCs itself (Best maximises the caller's objective; the gateway's
+// policy weighs depth, staleness and load), does not
 // mirror Bloom summaries, and does not read the clock except through
 // Config.Now.
 package consumer

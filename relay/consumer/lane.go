@@ -180,9 +180,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // query answers one lane's part of a query; the caller holds l.mu for
 // reading.
 func (l *Lane) query(hs []routing.SeqHash, window int, now time.Time) Result {
-	r := Result{Pool: l.pool, Ready: l.f != nil, Load: l.load}
+	r := l.result(now)
 	if r.Ready {
 		r.Depth = prefixDepth(l.f, hs, window)
+	}
+	return r
+}
+
+// result is the lane's Result at now without a depth; the caller holds
+// l.mu for reading.
+func (l *Lane) result(now time.Time) Result {
+	r := Result{Pool: l.pool, Ready: l.f != nil, Load: l.load}
+	if r.Ready {
 		r.Staleness = now.Sub(l.heard)
 	}
 	return r

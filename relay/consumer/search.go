@@ -21,7 +21,8 @@ import (
 // the search's last hit, so it is not probed again: a window of w costs
 // w-1 probes.
 //
-// Query runs this search lane by lane under the domain's read lock.
+// Query runs this search lane by lane under the domain's read lock; Best
+// (best.go) asks a narrower question with far fewer probes.
 // Other shapes were prototyped and measured against it
 // (docs/benchmarks.md): lanes in lockstep rounds, so that a round's cache
 // misses overlap, also with every round's reads issued before any was

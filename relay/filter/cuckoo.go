@@ -119,6 +119,23 @@ func (c *Cuckoo) Contains(h routing.SeqHash) bool {
 	return matchLanes(c.words[c.addr.alt(i, fp)], fp) != 0
 }
 
+// Hit is Contains as a number, 1 or 0, computed without a branch: it
+// reads both candidate buckets every time. A caller testing several
+// blocks whose answers do not decide which block it tests next (one round
+// of a search across filters) uses it so that no mispredicted branch
+// holds back the next block's read: their cache misses then overlap.
+func (c *Cuckoo) Hit(h routing.SeqHash) uint64 {
+	fp, i := c.addr.locate(h)
+	j := c.addr.alt(i, fp)
+	var m uint64
+	if c.packed != nil {
+		m = matchLanes(unpackBucket(loadImage(c.packed, i)), fp) | matchLanes(unpackBucket(loadImage(c.packed, j)), fp)
+	} else {
+		m = matchLanes(c.words[i], fp) | matchLanes(c.words[j], fp)
+	}
+	return (m | -m) >> 63
+}
+
 // ContainsPrefix returns the length of the longest prefix of hs all of whose
 // blocks are probably present: it stops at the first miss.
 func (c *Cuckoo) ContainsPrefix(hs []routing.SeqHash) int {

@@ -307,3 +307,39 @@ func TestAltIsInvolution(t *testing.T) {
 		}
 	})
 }
+
+// TestHitIsContains: the branch-free lookup answers what Contains does,
+// for inserted blocks, deleted ones and blocks never inserted, on both
+// cuckoo kinds at high load.
+func TestHitIsContains(t *testing.T) {
+	for _, kind := range cuckooKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			c := mustCuckooOf(t, kind, 1<<10, 7)
+			rng := newRand(11)
+			hs := randomHashes(rng, 3800)
+			for _, h := range hs[:3600] {
+				if err := c.Insert(h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, h := range hs[:400] {
+				if err := c.Delete(h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hits := 0
+			for _, h := range append(hs, randomHashes(rng, 20000)...) {
+				want := c.Contains(h)
+				if got := c.Hit(h); got != map[bool]uint64{true: 1, false: 0}[want] {
+					t.Fatalf("Hit(%x) = %d, Contains %v", h, got, want)
+				}
+				if want {
+					hits++
+				}
+			}
+			if hits < 3200 {
+				t.Fatalf("only %d hits: the test did not exercise present blocks", hits)
+			}
+		})
+	}
+}

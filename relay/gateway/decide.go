@@ -19,11 +19,38 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // decide applies the policy to a parsed request at now: block hashes in
-// the model's domain, the exact local depth, the remote lanes' depths,
-// then the formula. A request without token ids has no hashes; it then
-// has depth 0 everywhere and stays local unless the load terms say
-// otherwise.
+// the model's domain, the exact local depth, then the remote lane that
+// beats the local DC by the most, if one does. A request without token
+// ids has no hashes; it then has depth 0 everywhere and stays local
+// unless the load terms say otherwise.
 func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
+	dom, local := g.localCandidate(r, sc)
+	p := g.cfg.Policy
+	bs := int(dom.BlockSize)
+	ch := p.local(local, bs)
+	if g.cfg.RemoteIndex == nil || p.LocalOnly {
+		return ch
+	}
+	if r, _, ok := g.cfg.RemoteIndex.Best(dom, sc.hashes, now, p.objective(bs, g.remoteRTT), p.bar(ch.Local)); ok {
+		ch.Best, ch.Remote = p.remote(r, bs, g.remoteRTT), true
+		g.metrics.ForwardDepth.Observe(float64(r.Depth))
+	}
+	return ch
+}
+
+// explain is decide with every remote lane's depth, left in sc.results.
+func (g *Gateway) explain(r *request, now time.Time, sc *scratch) Choice {
+	dom, local := g.localCandidate(r, sc)
+	sc.results = sc.results[:0]
+	if g.cfg.RemoteIndex != nil {
+		sc.results = g.cfg.RemoteIndex.Query(sc.results, dom, sc.hashes, now)
+	}
+	return g.cfg.Policy.Choose(local, sc.results, int(dom.BlockSize), g.remoteRTT)
+}
+
+// localCandidate hashes the request into sc.hashes and returns its
+// domain and the local DC's candidate: the exact local depth and load.
+func (g *Gateway) localCandidate(r *request, sc *scratch) (producer.Domain, Candidate) {
 	bs := g.blockSize(r.Model)
 	dom := producer.Domain{Model: r.Model, BlockSize: uint32(bs), HashScheme: producer.HashSchemeXXH3Chain,
 		HashSeed: routing.Seed(r.LoRA, r.CacheSalt)}
@@ -37,21 +64,7 @@ func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
 	if g.cfg.LocalLoad != nil {
 		local.Load = g.cfg.LocalLoad()
 	}
-	sc.results = sc.results[:0]
-	if g.cfg.RemoteIndex != nil && len(sc.hashes) > 0 && !g.cfg.Policy.LocalOnly {
-		sc.results = g.cfg.RemoteIndex.Query(sc.results, dom, sc.hashes, now)
-	}
-	g.observeDepths(sc.results)
-	return g.cfg.Policy.Choose(local, sc.results, bs, g.remoteRTT)
-}
-
-// observeDepths records the depth of every eligible remote lane.
-func (g *Gateway) observeDepths(rs []consumer.Result) {
-	for _, r := range rs {
-		if g.cfg.Policy.Eligible(r) {
-			g.metrics.RemoteDepth.Observe(float64(r.Depth))
-		}
-	}
+	return dom, local
 }
 
 // remoteRTT returns a configured remote DC's round trip.

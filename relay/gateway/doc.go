@@ -15,8 +15,8 @@
 // model's block size (Config.Pools) and the seed of its LoRA and cache
 // salt. The exact local depth comes from a LocalIndex (RefsIndex over the
 // local pools' producers), each remote DC's probable depth, staleness and
-// load from a RemoteIndex (the relay's consumer). Policy.Choose then
-// computes, for the local DC and every eligible remote DC,
+// load from a RemoteIndex (the relay's consumer). The policy computes, for
+// the local DC and every eligible remote DC,
 //
 //	benefit(dc) = saved_prefill_tokens(dc) × PrefillCostPerTokenMs
 //	            − wan_rtt_ms(dc) − load_penalty(dc)
@@ -24,7 +24,15 @@
 //	load_penalty(dc) = PrefillTokens/Engines × PrefillCostPerTokenMs
 //	                 + Utilization × UtilizationPenaltyMs
 //
-// with wan_rtt_ms(local) = 0, and picks the largest. A remote DC is
+// with wan_rtt_ms(local) = 0, and picks the largest. The serving path
+// does not ask for every remote depth: it hands the formula to
+// RemoteIndex.Best as a consumer.Objective (the benefit is linear in depth
+// with the same slope, block_size × PrefillCostPerTokenMs, in every DC)
+// with the local benefit plus MinAdvantageMs as the bar, and gets the
+// winning lane, which probes a fraction of the filter positions a full
+// query does. /v1/route/explain runs the full query and Policy.Choose,
+// the same decision over every depth, so that operators see them all. A
+// remote DC is
 // eligible when its lane has a snapshot, is no staler than MaxStaleness,
 // reports engines, is below MaxUtilization and has a configured Remote; it
 // must beat the local benefit by more than MinAdvantageMs, so ties stay

@@ -52,7 +52,7 @@ func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	ch := g.decide(&req, g.cfg.Now(), sc)
+	ch := g.explain(&req, g.cfg.Now(), sc)
 	out := explanation{Model: req.Model, Blocks: len(sc.hashes), DC: ch.Best.DC, Remote: ch.Remote,
 		Local: candidateJS{DC: ch.Local.DC, Depth: ch.Local.Depth, BenefitMs: ch.Local.Benefit}}
 	for _, res := range sc.results {

@@ -320,3 +320,7 @@ func postHandler(t *testing.T, g *Gateway, path, body string, hdr map[string]str
 	g.Handler().ServeHTTP(rec, req)
 	return rec.Code, rec.Header(), rec.Body.String()
 }
+
+func (f *fakeRemote) Best(d producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, bar float64) (consumer.Result, float64, bool) {
+	return consumer.BestOf(f.Query(nil, d, hs, now), o, bar)
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -184,4 +185,29 @@ func settled(c prometheus.Counter, want float64) float64 {
 		time.Sleep(time.Millisecond)
 	}
 	return testutil.ToFloat64(c)
+}
+
+// TestTextPromptFollowsTheLoadTerms: a text prompt has no block hashes,
+// so only the load terms can move it: it stays home unless the local DC
+// is saturated and a remote one is idle.
+func TestTextPromptFollowsTheLoadTerms(t *testing.T) {
+	const text = `{"model":"shared","prompt":"hello there"}`
+	for _, saturated := range []bool{false, true} {
+		want := "dc-a"
+		if saturated {
+			want = "dc-b"
+		}
+		t.Run(want, func(t *testing.T) {
+			a, _ := federation(t, 10*time.Millisecond, func(c *Config) {
+				if c.DC == "dc-a" && saturated {
+					c.LocalLoad = func() producer.Load { return producer.Load{Engines: 1, Utilization: 0.99} }
+				}
+			})
+			a.remote.set(lane("dc-b", 10))
+			st, h, body := post(t, a.srv.URL, "/v1/completions", text, nil)
+			if st != http.StatusOK || h.Get(DCHeader) != want {
+				t.Fatalf("status %d dc %q body %s, want 200 from %s", st, h.Get(DCHeader), body, want)
+			}
+		})
+	}
 }

@@ -19,7 +19,12 @@ type LocalIndex interface {
 // RemoteIndex answers remote prefix depths per DC; *consumer.Consumer
 // implements it. It is called concurrently and must not block on I/O.
 type RemoteIndex interface {
+	// Query returns every remote lane's depth (for /v1/route/explain).
 	Query(dst []consumer.Result, domain producer.Domain, hs []routing.SeqHash, now time.Time) []consumer.Result
+	// Best returns the lane that gains most under o above bar, which is
+	// consumer.BestOf over Query's results (the serving path's question,
+	// answered with fewer probes).
+	Best(domain producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, bar float64) (consumer.Result, float64, bool)
 }
 
 // SessionLocator answers whether a session is bound in another DC, and

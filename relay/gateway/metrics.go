@@ -39,8 +39,9 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	// Requests counts completion requests by decision.
 	Requests *prometheus.CounterVec
-	// RemoteDepth is the prefix depth each eligible remote lane reported.
-	RemoteDepth prometheus.Histogram
+	// ForwardDepth is the remote prefix depth of each request the policy
+	// sent to another DC.
+	ForwardDepth prometheus.Histogram
 	// DecisionSeconds is the time from a parsed body to a chosen DC:
 	// hashing, the local depth, the remote query, the policy and, for
 	// sessions, the binding lookups.
@@ -63,8 +64,8 @@ func NewMetrics() *Metrics {
 		Registry: prometheus.NewRegistry(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_requests_total",
 			Help: "Completion requests by how they were served: local, remote, forwarded_in, fallback, rejected."}, []string{"decision"}),
-		RemoteDepth: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_gateway_remote_prefix_depth_blocks",
-			Help: "Prefix depth in blocks reported by each eligible remote lane.", Buckets: prometheus.ExponentialBuckets(1, 2, 14)}),
+		ForwardDepth: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_gateway_forward_prefix_depth_blocks",
+			Help: "Remote prefix depth in blocks of each request the prefix policy sent to another DC.", Buckets: prometheus.ExponentialBuckets(1, 2, 14)}),
 		DecisionSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_gateway_decision_duration_seconds",
 			Help: "Time to choose the serving DC of a request.", Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 		SessionPlacements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_session_placements_total",
@@ -76,7 +77,7 @@ func NewMetrics() *Metrics {
 				"confirmed, false_positive (summary said present, the DC said not bound), unsummarised (no fresh summary), failed."},
 			[]string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.RemoteDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	m.Registry.MustRegister(m.Requests, m.ForwardDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries, m.SessionLookups)
 	for _, o := range []string{LookupSkipped, LookupConfirmed, LookupFalsePositive, LookupUnsummarised, LookupFailed} {
 		m.SessionLookups.WithLabelValues(o)
 	}

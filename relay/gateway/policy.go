@@ -117,25 +117,51 @@ type Choice struct {
 // Choose applies the formula to the local candidate and every remote
 // lane result. rtt gives each remote DC's configured round trip; a lane
 // whose DC has none configured is not a forwarding target and is skipped.
+// The serving path asks the consumer for the winner directly (decide);
+// Choose is the same decision over every lane's depth, for
+// /v1/route/explain.
 func (p Policy) Choose(local Candidate, remotes []consumer.Result, blockSize int, rtt func(dc string) (time.Duration, bool)) Choice {
-	local.Saved = local.Depth * blockSize
-	local.Benefit = p.benefit(local)
-	ch := Choice{Best: local, Local: local}
+	ch := p.local(local, blockSize)
 	if p.LocalOnly {
 		return ch
 	}
-	for _, r := range remotes {
-		d, ok := rtt(r.Pool.DC)
-		if !ok || !p.Eligible(r) {
-			continue
-		}
-		c := Candidate{DC: r.Pool.DC, Depth: r.Depth, Saved: r.Depth * blockSize, RTT: d, Load: r.Load}
-		c.Benefit = p.benefit(c)
-		if c.Benefit > ch.Best.Benefit && c.Benefit > local.Benefit+p.MinAdvantageMs {
-			ch.Best, ch.Remote = c, true
-		}
+	if r, _, ok := consumer.BestOf(remotes, p.objective(blockSize, rtt), p.bar(ch.Local)); ok {
+		ch.Best, ch.Remote = p.remote(r, blockSize, rtt), true
 	}
 	return ch
+}
+
+// local returns the choice of the local candidate alone, its terms
+// filled in.
+func (p Policy) local(local Candidate, blockSize int) Choice {
+	local.Saved = local.Depth * blockSize
+	local.Benefit = p.benefit(local, blockSize)
+	return Choice{Best: local, Local: local}
+}
+
+// bar is the benefit a remote DC must exceed to win over local.
+func (p Policy) bar(local Candidate) float64 { return local.Benefit + p.MinAdvantageMs }
+
+// objective is the formula as a consumer.Objective: one block saves
+// blockSize × PrefillCostPerTokenMs in every DC, and a remote DC's
+// intercept is minus its round trip and load penalty. Lanes that are not
+// eligible or whose DC has no configured round trip take no part.
+func (p Policy) objective(blockSize int, rtt func(dc string) (time.Duration, bool)) consumer.Objective {
+	return consumer.Objective{Slope: p.slope(blockSize), Intercept: func(r consumer.Result) (float64, bool) {
+		d, ok := rtt(r.Pool.DC)
+		if !ok || !p.Eligible(r) {
+			return 0, false
+		}
+		return p.intercept(d, r.Load), true
+	}}
+}
+
+// remote is the candidate of a chosen remote lane result.
+func (p Policy) remote(r consumer.Result, blockSize int, rtt func(dc string) (time.Duration, bool)) Candidate {
+	d, _ := rtt(r.Pool.DC)
+	c := Candidate{DC: r.Pool.DC, Depth: r.Depth, Saved: r.Depth * blockSize, RTT: d, Load: r.Load}
+	c.Benefit = p.benefit(c, blockSize)
+	return c
 }
 
 // Eligible reports whether a remote lane may take part: it has a
@@ -145,10 +171,19 @@ func (p Policy) Eligible(r consumer.Result) bool {
 		r.Load.Utilization < p.MaxUtilization
 }
 
-// benefit is the formula of the Policy comment.
-func (p Policy) benefit(c Candidate) float64 {
-	rtt := float64(c.RTT) / float64(time.Millisecond)
-	return float64(c.Saved)*p.PrefillCostPerTokenMs - rtt - p.loadPenalty(c.Load)
+// benefit is the formula of the Policy comment, computed as the
+// objective computes it so that both agree to the last bit.
+func (p Policy) benefit(c Candidate, blockSize int) float64 {
+	return float64(c.Depth)*p.slope(blockSize) + p.intercept(c.RTT, c.Load)
+}
+
+// slope is the benefit of one block.
+func (p Policy) slope(blockSize int) float64 { return float64(blockSize) * p.PrefillCostPerTokenMs }
+
+// intercept is the benefit of a DC with no prefix: minus its round trip
+// and its load penalty.
+func (p Policy) intercept(rtt time.Duration, l producer.Load) float64 {
+	return -float64(rtt)/float64(time.Millisecond) - p.loadPenalty(l)
 }
 
 // loadPenalty is the expected queueing delay at a DC in milliseconds.

@@ -36,6 +36,8 @@ func TestPolicyChoose(t *testing.T) {
 		{name: "tie stays local", edit: func(p *Policy) { p.PrefillCostPerTokenMs = 100.0 / (32 * bs) },
 			remotes: []consumer.Result{lane("dc-b", 32)}, wantDC: "dc-a"},
 		{name: "margin", edit: func(p *Policy) { p.MinAdvantageMs = 50 }, remotes: []consumer.Result{lane("dc-b", 40)}, wantDC: "dc-a"},
+		{name: "negative margin takes a tie remote", edit: func(p *Policy) { p.PrefillCostPerTokenMs = 100.0 / (32 * bs); p.MinAdvantageMs = -1 },
+			remotes: []consumer.Result{lane("dc-b", 32)}, wantDC: "dc-b"},
 		{name: "local only", edit: func(p *Policy) { p.LocalOnly = true }, remotes: []consumer.Result{lane("dc-c", 100)}, wantDC: "dc-a"},
 		{name: "unready lane", remotes: []consumer.Result{{Pool: producer.PoolID{DC: "dc-c"}, Depth: 100, Load: producer.Load{Engines: 1}}}, wantDC: "dc-a"},
 		{name: "stale lane", remotes: []consumer.Result{func() consumer.Result { r := lane("dc-c", 100); r.Staleness = time.Minute; return r }()}, wantDC: "dc-a"},
@@ -69,7 +71,7 @@ func TestPolicyChoose(t *testing.T) {
 func TestPolicyChoosesTheBestEligible(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := Policy{PrefillCostPerTokenMs: rapid.Float64Range(0.001, 1).Draw(t, "cost"),
-			MinAdvantageMs: rapid.Float64Range(0, 50).Draw(t, "margin")}
+			MinAdvantageMs: rapid.Float64Range(-20, 50).Draw(t, "margin")}
 		p.EnsureDefaults()
 		local := Candidate{DC: "dc-a", Depth: rapid.IntRange(0, 64).Draw(t, "local")}
 		var rs []consumer.Result
@@ -80,10 +82,10 @@ func TestPolicyChoosesTheBestEligible(t *testing.T) {
 			rs = append(rs, r)
 		}
 		ch := p.Choose(local, rs, 16, rtts)
-		lb := p.benefit(Candidate{Saved: local.Depth * 16})
+		lb := p.benefit(Candidate{Depth: local.Depth}, 16)
 		for _, r := range rs {
 			rtt, _ := rtts(r.Pool.DC)
-			b := p.benefit(Candidate{Saved: r.Depth * 16, RTT: rtt, Load: r.Load})
+			b := p.benefit(Candidate{Depth: r.Depth, RTT: rtt, Load: r.Load}, 16)
 			if p.Eligible(r) && b > lb+p.MinAdvantageMs && b > ch.Best.Benefit {
 				t.Fatalf("%s has benefit %v > chosen %+v", r.Pool.DC, b, ch.Best)
 			}

@@ -1,0 +1,213 @@
+package consumer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// flat is the objective of lanes that differ only by depth.
+var flat = Objective{Slope: 1, Intercept: func(Result) (float64, bool) { return 0, true }}
+
+// lanesAt returns lanes dc-00, dc-01, ... holding the first depths[i]
+// blocks of hs.
+func lanesAt(t testing.TB, hs []routing.SeqHash, depths ...int) []*Lane {
+	var ls []*Lane
+	for i, d := range depths {
+		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, 512, hs[:d])})
+	}
+	return ls
+}
+
+// search runs a bestSearch over lanes and returns it with its answer.
+func search(c *Consumer, hs []routing.SeqHash, o Objective, bar float64) (*bestSearch, Result, bool) {
+	s := bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
+	now := time.Unix(0, 0)
+	for _, e := range c.lanes.Load().byDomain[domain] {
+		hi := 0
+		if e.lane.f != nil {
+			hi = len(hs)
+		}
+		if icpt, ok := o.Intercept(e.lane.result(now)); ok {
+			s.cs = append(s.cs, contender{l: e.lane, f: e.lane.f, icpt: icpt, hi: hi})
+		}
+	}
+	w, ok := s.run()
+	if !ok {
+		return &s, Result{}, false
+	}
+	r := s.cs[w].l.result(now)
+	r.Depth = s.cs[w].lo
+	return &s, r, true
+}
+
+// TestPropertyBestIsBestOfQuery: over any lanes (some not ready, some
+// excluded by the objective, depths, intercepts and bars drawn so that
+// ties are common), Best answers the lane and depth BestOf gives over
+// Query's results, and over the true depths.
+func TestPropertyBestIsBestOfQuery(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 3))
+		n := rapid.IntRange(0, 70).Draw(rt, "n")
+		hs := chain(rng, n)
+		truth := map[string]int{}
+		icpts := map[string]float64{}
+		excluded := map[string]bool{}
+		var lanes []*Lane
+		for i := range rapid.IntRange(1, 20).Draw(rt, "lanes") {
+			dc := fmt.Sprintf("dc-%02d", i)
+			l := &Lane{pool: poolIn(dc)}
+			if rapid.IntRange(0, 5).Draw(rt, "ready") > 0 {
+				k := rapid.IntRange(0, n).Draw(rt, "depth")
+				l.f = filterWith(t, 512, hs[:k])
+				truth[dc] = k
+			}
+			icpts[dc] = float64(rapid.IntRange(-8, 0).Draw(rt, "intercept")) * 4
+			excluded[dc] = rapid.IntRange(0, 6).Draw(rt, "excluded") == 0
+			lanes = append(lanes, l)
+		}
+		o := Objective{Slope: rapid.SampledFrom([]float64{0, 0.5, 1, 3.2}).Draw(rt, "slope"),
+			Intercept: func(r Result) (float64, bool) { return icpts[r.Pool.DC], !excluded[r.Pool.DC] }}
+		bar := float64(rapid.IntRange(-40, 40).Draw(rt, "bar"))
+		c := consumerWith(lanes...)
+		now := time.Unix(0, 0)
+
+		got, gotGain, gotOK := c.Best(domain, hs, now, o, bar)
+		want, wantGain, wantOK := BestOf(c.Query(nil, domain, hs, now), o, bar)
+		if gotOK != wantOK || got.Pool != want.Pool || got.Depth != want.Depth || gotGain != wantGain {
+			rt.Fatalf("Best = %v %+v (gain %v), BestOf(Query) = %v %+v (gain %v)", gotOK, got, gotGain, wantOK, want, wantGain)
+		}
+		// A false positive can lengthen a depth, nothing can shorten one.
+		if gotOK && got.Depth < truth[got.Pool.DC] {
+			rt.Fatalf("winner %s at depth %d, holds %d", got.Pool.DC, got.Depth, truth[got.Pool.DC])
+		}
+	})
+}
+
+// TestBestProbes: a lane that cannot beat the lead costs one probe, and
+// only the winner's depth is searched for.
+func TestBestProbes(t *testing.T) {
+	hs := chain(rand.New(rand.NewPCG(5, 5)), 64)
+	full, forty := make([]int, 16), make([]int, 15)
+	for i := range full {
+		full[i] = 64
+	}
+	for i := range forty {
+		forty[i] = 40
+	}
+	tests := []struct {
+		name      string
+		depths    []int
+		bar       float64
+		wantDC    string
+		wantDepth int
+		maxProbes int
+	}{
+		// Position 1 on each lane, all misses.
+		{name: "no lane holds the prefix", depths: make([]int, 16), maxProbes: 16},
+		// The bar needs 41 blocks: one probe at block 41 each.
+		{name: "none beats the bar", depths: forty, bar: 40, maxProbes: 15},
+		// 16 first probes, all hits; dc-00's depth by binary search over
+		// (1, 64] plus its window; the others cannot exceed 64.
+		{name: "all lanes full, the first wins", depths: full, wantDC: "dc-00", wantDepth: 64, maxProbes: 16 + 6 + 1},
+		{name: "one deep lane", depths: []int{0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0}, wantDC: "dc-07", wantDepth: 50, maxProbes: 16 + 6 + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := consumerWith(lanesAt(t, hs, tt.depths...)...)
+			s, r, ok := search(c, hs, flat, tt.bar)
+			if ok != (tt.wantDC != "") || (ok && (r.Pool.DC != tt.wantDC || r.Depth != tt.wantDepth)) {
+				t.Fatalf("got %v %s at %d, want %q at %d", ok, r.Pool.DC, r.Depth, tt.wantDC, tt.wantDepth)
+			}
+			if s.probes > tt.maxProbes {
+				t.Fatalf("%d probes, want at most %d", s.probes, tt.maxProbes)
+			}
+			if q := consumerWith(lanesAt(t, hs, tt.depths...)...).Query(nil, domain, hs, time.Unix(0, 0)); len(q) != len(tt.depths) {
+				t.Fatalf("query answered %d lanes", len(q))
+			}
+		})
+	}
+}
+
+// TestBestMixedDepthsProbesFewerThanQuery: at the benchmark's mixed
+// depths, the search for the best lane probes less than half the
+// positions that finding every lane's depth does.
+func TestBestMixedDepthsProbesFewerThanQuery(t *testing.T) {
+	hs := chain(rand.New(rand.NewPCG(6, 6)), 64)
+	for r := range 13 {
+		depths := make([]int, 16)
+		for i := range depths {
+			depths[i] = (r*7 + i*5) % 65
+		}
+		c := consumerWith(lanesAt(t, hs, depths...)...)
+		s, got, ok := search(c, hs, flat, 0)
+		want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), flat, 0)
+		if !ok || got.Pool != want.Pool || got.Depth != want.Depth {
+			t.Fatalf("request %d: %+v, want %+v", r, got, want)
+		}
+		full := 0
+		for _, e := range c.lanes.Load().byDomain[domain] {
+			full += countingDepth(e.lane, hs)
+		}
+		if 2*s.probes >= full {
+			t.Fatalf("request %d: %d probes, the full query %d", r, s.probes, full)
+		}
+	}
+}
+
+// countingDepth returns the number of filter probes prefixDepth makes on
+// l for hs, by replaying its search over a recording filter view.
+func countingDepth(l *Lane, hs []routing.SeqHash) int {
+	n, probes := len(hs), 0
+	has := func(p int) bool { probes++; return l.f.Contains(hs[p]) }
+	if n == 0 || !has(0) {
+		return probes
+	}
+	lo, hi := 0, n
+	for p := 1; p < n; p <<= 1 {
+		if !has(p) {
+			hi = p
+			break
+		}
+		lo = p
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if has(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	for p := max(hi-DefaultVerifyWindow, 1); p < lo; p++ {
+		if !has(p) {
+			break
+		}
+	}
+	return probes
+}
+
+// TestBestFallsBackWhenTheWindowMisses: membership with a hole just below
+// the depth the search converges on (what a false positive looks like to
+// it) is caught by the verification window, and the answer is then the
+// full search's.
+func TestBestFallsBackWhenTheWindowMisses(t *testing.T) {
+	hs := chain(rand.New(rand.NewPCG(7, 7)), 64)
+	// Blocks 0..30 and 32: the search resolves dc-00 at 33 through its
+	// probe of block 32, and the window re-tests block 31.
+	holed := &Lane{pool: poolIn("dc-00"), f: filterWith(t, 512, append(append([]routing.SeqHash{}, hs[:31]...), hs[32]))}
+	c := consumerWith(holed, lanesAt(t, hs, 0, 20)[1])
+	want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), flat, 0)
+	s, got, ok := search(c, hs, flat, 0)
+	if !s.fellBack {
+		t.Fatal("the window did not catch the hole")
+	}
+	if !ok || got.Pool != want.Pool || got.Depth != want.Depth || want.Depth != 31 {
+		t.Fatalf("got %+v, want %+v at depth 31", got, want)
+	}
+}
