@@ -163,23 +163,42 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 // BenchmarkProbeCost measures one filter lookup issued back to back with
 // others that do not depend on it: the first 20 blocks of a request on
 // each of the 16 lanes, for one repeated request (hot) and for 4,096
-// requests (cold). It is the floor under a cold prefix query, which cannot
-// overlap its probes better than independent lookups do.
+// requests (cold), by Contains one at a time and by filter.HitAll over
+// all 320 at once (batched). It is the floor under a cold prefix query,
+// which cannot overlap its probes better than independent lookups do.
 func BenchmarkProbeCost(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		requests int
-	}{{"hot", 1}, {"cold", 4096}} {
+		batched  bool
+	}{{"hot", 1, false}, {"cold", 4096, false}, {"hot-batched", 1, true}, {"cold-batched", 4096, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, false)
 			var fs []*filter.Cuckoo
 			for _, e := range c.lanes.Load().byDomain[domain] {
 				fs = append(fs, e.lane.f)
 			}
+			ps := make([]filter.Probe, 20*len(fs))
+			got := make([]uint64, len(ps))
 			probes, hits, i := 0, 0, 0
 			for b.Loop() {
 				hs := reqs[i%len(reqs)]
 				i++
+				if bc.batched {
+					k := 0
+					for _, f := range fs {
+						for _, h := range hs[:20] {
+							f.LocateInto(&ps[k], h)
+							k++
+						}
+					}
+					filter.HitAll(ps, got)
+					for _, g := range got {
+						hits += int(g)
+					}
+					probes += len(ps)
+					continue
+				}
 				for _, f := range fs {
 					for _, h := range hs[:20] {
 						if f.Contains(h) {

@@ -61,28 +61,44 @@ func (c *Consumer) Best(domain producer.Domain, hs []routing.SeqHash, now time.T
 	if len(es) == 0 {
 		return Result{}, 0, false
 	}
-	var buf [16]contender
-	s := bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow, cs: buf[:0]}
+	if len(es) > maxBestLanes {
+		return BestOf(c.Query(nil, domain, hs, now), o, bar)
+	}
+	s := bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
 	mu := es[0].lane.mu
 	mu.RLock()
 	defer mu.RUnlock()
 	for _, e := range es {
-		l := e.lane
-		if icpt, ok := o.Intercept(l.result(now)); ok {
-			hi := 0
-			if l.f != nil {
-				hi = len(hs)
-			}
-			s.cs = append(s.cs, contender{l: l, f: l.f, icpt: icpt, hi: hi})
-		}
+		s.add(e.lane, now)
 	}
 	w, ok := s.run()
 	if !ok {
 		return Result{}, 0, false
 	}
-	r := s.cs[w].l.result(now)
-	r.Depth = s.cs[w].lo
-	return r, o.gain(r.Depth, s.cs[w].icpt), true
+	r := s.arr[w].l.result(now)
+	r.Depth = s.arr[w].lo
+	return r, o.gain(r.Depth, s.arr[w].icpt), true
+}
+
+// maxBestLanes bounds the lanes Best searches itself; a domain with more
+// (more remote pools than a federation usually has) is answered by
+// BestOf over Query. The bound keeps the search's state in fixed arrays
+// on the stack, where writing it costs no allocation and no write
+// barrier: in a profile of a version that kept it in a pooled heap
+// object, copying the probes into it was about a sixth of a hot search.
+const maxBestLanes = 16
+
+// add makes l a contender if the objective admits it; the caller holds
+// l.mu for reading.
+func (s *bestSearch) add(l *Lane, now time.Time) {
+	if icpt, ok := s.o.Intercept(l.result(now)); ok {
+		hi := 0
+		if l.f != nil {
+			hi = len(s.hs)
+		}
+		s.arr[s.n] = contender{l: l, f: l.f, icpt: icpt, hi: hi}
+		s.n++
+	}
 }
 
 // contender is one lane's state in a bestSearch: its depth is known to
@@ -96,6 +112,11 @@ type contender struct {
 	next   int // the depth this round probes, 0 for none
 	dead   bool
 }
+
+// resolveWays is the number of positions of one lane's bracket read at
+// once when its exact depth is wanted: a 64-block bracket takes two round
+// trips to memory instead of a binary search's six.
+const resolveWays = 7
 
 // bestSearch finds the contender with the greatest gain. Each round
 // first drops every lane that cannot win: one whose best possible gain
@@ -120,32 +141,27 @@ type contender struct {
 // that finds a false positive, the search falls back to every lane's full
 // prefixDepth.
 //
-// A round's probes do not depend on each other, and their answers narrow
-// the brackets arithmetically (filter.Cuckoo.Hit, which reads both
-// buckets without a branch), so that no mispredicted branch holds back
-// the next lane's read and the round's cache misses overlap. Cold, that
-// made the search about a tenth faster than Contains with branches; the
-// binary searches that find one lane's depth stay with Contains, whose
-// next position depends on each answer anyway. Probing several positions
-// of a lane per round (a k-ary search, with a budget of 32 probes a
-// round) and reading every bucket of a round before testing any were
-// both measured and were slower, hot and cold: with the filters out of
-// cache the search's cost follows the cache lines it reads more than the
-// round trips it waits for.
+// A round's probes do not depend on each other. The search locates them
+// all, then reads them with filter.HitAll, whose read loop does nothing
+// else, so that the round's cache misses are in flight together; a lane's
+// exact depth is found the same way, resolveWays positions of its bracket
+// at a time, so a 64-block bracket costs two round trips to memory
+// instead of six. Spreading several positions over every lane's bracket
+// in each round (a k-ary search over all lanes, 32 probes a round) was
+// measured and was slower hot and cold: it reads more cache lines than
+// the round trips it saves are worth.
 type bestSearch struct {
 	hs     []routing.SeqHash
 	o      Objective
 	bar    float64
 	window int
-	cs     []contender
+	arr    [maxBestLanes]contender // the contenders are arr[:n]
+	n      int
+	ps     [maxBestLanes]filter.Probe // a round's lookups
+	hits   [maxBestLanes]uint64       // and their answers
 	// probes and fellBack are for the tests and benchmarks.
 	probes   int
 	fellBack bool
-}
-
-func (s *bestSearch) contains(c *contender, d int) bool {
-	s.probes++
-	return c.f.Contains(s.hs[d-1])
 }
 
 // run returns the winner's index with its depth in lo (== hi).
@@ -155,7 +171,7 @@ func (s *bestSearch) run() (int, bool) {
 		if alive == 0 {
 			return 0, false
 		}
-		lc := &s.cs[lead]
+		lc := &s.arr[lead]
 		if alive == 1 {
 			if lc.lo < lc.hi {
 				// Found exactly, it may yet fall to the bar.
@@ -173,8 +189,8 @@ func (s *bestSearch) run() (int, bool) {
 			if leadGain <= s.bar {
 				lead, leadGain = -1, s.bar
 			}
-			for j := range s.cs {
-				c := &s.cs[j]
+			for j := range s.arr[:s.n] {
+				c := &s.arr[j]
 				c.next = 0
 				if c.dead || j == lead {
 					continue
@@ -185,38 +201,43 @@ func (s *bestSearch) run() (int, bool) {
 			}
 		} else {
 			hiGain := math.Inf(-1)
-			for j := range s.cs {
-				if c := &s.cs[j]; !c.dead {
+			for j := range s.arr[:s.n] {
+				if c := &s.arr[j]; !c.dead {
 					hiGain = max(hiGain, s.o.gain(c.hi, c.icpt))
 				}
 			}
 			target := leadGain + (hiGain-leadGain)/2
-			for j := range s.cs {
-				c := &s.cs[j]
+			for j := range s.arr[:s.n] {
+				c := &s.arr[j]
 				c.next = 0
 				if !c.dead && c.lo < c.hi {
 					c.next = s.reaching(c, target)
 				}
 			}
 		}
-		// The round's answers narrow brackets without a branch on them,
-		// so that every read of the round is in flight at once.
-		hits, probed := uint64(1), 0
-		for j := range s.cs {
-			c := &s.cs[j]
-			d := c.next
-			if d == 0 {
-				continue
+		// Read the whole round at once (filter.HitAll), then narrow.
+		probed := 0
+		for j := range s.arr[:s.n] {
+			if c := &s.arr[j]; c.next > 0 {
+				c.f.LocateInto(&s.ps[probed], s.hs[c.next-1])
+				probed++
 			}
-			probed++
-			h := c.f.Hit(s.hs[d-1])
-			keep := h - 1 // all ones on a miss
-			c.lo ^= (c.lo ^ d) &^ int(keep)
-			c.hi ^= (c.hi ^ (d - 1)) & int(keep)
-			hits &= h
 		}
 		s.probes += probed
-		allHit := hits == 1
+		filter.HitAll(s.ps[:probed], s.hits[:probed])
+		allHit, k := true, 0
+		for j := range s.arr[:s.n] {
+			c := &s.arr[j]
+			if c.next == 0 {
+				continue
+			}
+			if s.hits[k] == 1 {
+				c.lo = c.next
+			} else {
+				c.hi, allHit = c.next-1, false
+			}
+			k++
+		}
 		if allHit && probed > 1 {
 			lead, _ = s.prune()
 			s.resolve(lead)
@@ -230,8 +251,8 @@ func (s *bestSearch) run() (int, bool) {
 func (s *bestSearch) prune() (lead, alive int) {
 	lead = -1
 	var leadGain float64
-	for j := range s.cs {
-		c := &s.cs[j]
+	for j := range s.arr[:s.n] {
+		c := &s.arr[j]
 		if c.dead {
 			continue
 		}
@@ -243,8 +264,8 @@ func (s *bestSearch) prune() (lead, alive int) {
 			lead, leadGain = j, g
 		}
 	}
-	for j := range s.cs {
-		c := &s.cs[j]
+	for j := range s.arr[:s.n] {
+		c := &s.arr[j]
 		if c.dead {
 			continue
 		}
@@ -295,28 +316,35 @@ func (s *bestSearch) reaching(c *contender, target float64) int {
 	return min(max(d, c.lo+1), c.hi)
 }
 
-// probe tests c at depth d (its block d-1) and narrows its bracket.
-func (s *bestSearch) probe(c *contender, d int) bool {
-	if s.contains(c, d) {
-		c.lo = d
-		return true
-	}
-	c.hi = d - 1
-	return false
-}
-
 // resolve binary searches c's bracket down to its depth.
 func (s *bestSearch) resolve(j int) {
-	c := &s.cs[j]
+	c := &s.arr[j]
 	for c.lo < c.hi {
-		s.probe(c, int(uint(c.lo+c.hi+1)>>1))
+		// Up to resolveWays positions spread over (lo, hi], read at once,
+		// narrow the bracket to one of resolveWays+1 parts.
+		m := c.hi - c.lo
+		k := min(m, resolveWays)
+		lo := c.lo
+		for i := range k {
+			c.f.LocateInto(&s.ps[i], s.hs[lo+((i+1)*m+k)/(k+1)-1])
+		}
+		s.probes += k
+		filter.HitAll(s.ps[:k], s.hits[:k])
+		for i := range k {
+			d := lo + ((i+1)*m+k)/(k+1)
+			if s.hits[i] == 0 {
+				c.hi = d - 1
+				break
+			}
+			c.lo = d
+		}
 	}
 }
 
 // verified re-tests the window below the winner's depth, as prefixDepth
 // does; its block lo-1 is the search's last hit and is not probed again.
 func (s *bestSearch) verified(j int) bool {
-	c := &s.cs[j]
+	c := &s.arr[j]
 	for p := max(c.lo-s.window, 1); p < c.lo-1; p++ {
 		if s.probes++; !c.f.Contains(s.hs[p]) {
 			return false
@@ -330,8 +358,8 @@ func (s *bestSearch) verified(j int) bool {
 func (s *bestSearch) fallback() (int, bool) {
 	s.fellBack = true
 	w, bar := -1, s.bar
-	for j := range s.cs {
-		c := &s.cs[j]
+	for j := range s.arr[:s.n] {
+		c := &s.arr[j]
 		c.lo = 0
 		if c.f != nil {
 			c.lo = prefixDepth(c.f, s.hs, s.window)

@@ -29,20 +29,14 @@ func search(c *Consumer, hs []routing.SeqHash, o Objective, bar float64) (*bestS
 	s := bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
 	now := time.Unix(0, 0)
 	for _, e := range c.lanes.Load().byDomain[domain] {
-		hi := 0
-		if e.lane.f != nil {
-			hi = len(hs)
-		}
-		if icpt, ok := o.Intercept(e.lane.result(now)); ok {
-			s.cs = append(s.cs, contender{l: e.lane, f: e.lane.f, icpt: icpt, hi: hi})
-		}
+		s.add(e.lane, now)
 	}
 	w, ok := s.run()
 	if !ok {
 		return &s, Result{}, false
 	}
-	r := s.cs[w].l.result(now)
-	r.Depth = s.cs[w].lo
+	r := s.arr[w].l.result(now)
+	r.Depth = s.arr[w].lo
 	return &s, r, true
 }
 
@@ -112,10 +106,11 @@ func TestBestProbes(t *testing.T) {
 		{name: "no lane holds the prefix", depths: make([]int, 16), maxProbes: 16},
 		// The bar needs 41 blocks: one probe at block 41 each.
 		{name: "none beats the bar", depths: forty, bar: 40, maxProbes: 15},
-		// 16 first probes, all hits; dc-00's depth by binary search over
-		// (1, 64] plus its window; the others cannot exceed 64.
-		{name: "all lanes full, the first wins", depths: full, wantDC: "dc-00", wantDepth: 64, maxProbes: 16 + 6 + 1},
-		{name: "one deep lane", depths: []int{0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0}, wantDC: "dc-07", wantDepth: 50, maxProbes: 16 + 6 + 1},
+		// 16 first probes, all hits; dc-00's depth in two reads of
+		// resolveWays positions over (1, 64], plus its window; the others
+		// cannot exceed 64.
+		{name: "all lanes full, the first wins", depths: full, wantDC: "dc-00", wantDepth: 64, maxProbes: 16 + 2*resolveWays + 1},
+		{name: "one deep lane", depths: []int{0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0}, wantDC: "dc-07", wantDepth: 50, maxProbes: 16 + 2*resolveWays + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

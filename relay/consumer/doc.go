@@ -32,9 +32,10 @@
 // load), and returns what BestOf over Query's results would (property
 // test). Its search (bestSearch) settles a lane that cannot beat the lead
 // with one probe at the depth it would need, and finds only the winner's
-// depth exactly, so a 16-lane request at mixed depths costs about 50
-// probes instead of about 180, and when the filters are out of cache,
-// where each probe is a cache miss, that is most of the query's time
+// depth exactly, so a 16-lane request at mixed depths costs about 60
+// probes instead of about 180; it reads each round's probes together
+// (filter.HitAll) so that their cache misses overlap. Out of cache, where
+// the probes are most of a query's time, it is several times faster
 // (docs/benchmarks.md). The objective is the caller's; the consumer knows
 // nothing of the policy.
 //

@@ -308,36 +308,53 @@ func TestAltIsInvolution(t *testing.T) {
 	})
 }
 
-// TestHitIsContains: the branch-free lookup answers what Contains does,
+// TestHitAllIsContains: the batched lookup answers what Contains does,
 // for inserted blocks, deleted ones and blocks never inserted, on both
-// cuckoo kinds at high load.
-func TestHitIsContains(t *testing.T) {
+// cuckoo kinds at high load, with probes of two filters interleaved and
+// batches longer than one read loop.
+func TestHitAllIsContains(t *testing.T) {
 	for _, kind := range cuckooKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			c := mustCuckooOf(t, kind, 1<<10, 7)
 			rng := newRand(11)
-			hs := randomHashes(rng, 3800)
-			for _, h := range hs[:3600] {
-				if err := c.Insert(h); err != nil {
-					t.Fatal(err)
+			var fs [2]*Cuckoo
+			for n := range fs {
+				fs[n] = mustCuckooOf(t, kind, 1<<10, uint64(7+n))
+				hs := randomHashes(rng, 3800)
+				for _, h := range hs[:3600] {
+					if err := fs[n].Insert(h); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, h := range hs[:400] {
+					if err := fs[n].Delete(h); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-			for _, h := range hs[:400] {
-				if err := c.Delete(h); err != nil {
-					t.Fatal(err)
+			// Every block inserted into either filter, and as many never
+			// inserted, probed in both.
+			rng = newRand(11)
+			hs := append(append(randomHashes(rng, 3800), randomHashes(rng, 3800)...), randomHashes(newRand(12), 7600)...)
+			var ps []Probe
+			var want []uint64
+			for _, h := range hs {
+				for _, f := range fs {
+					var p Probe
+					f.LocateInto(&p, h)
+					ps = append(ps, p)
+					want = append(want, map[bool]uint64{true: 1, false: 0}[f.Contains(h)])
 				}
 			}
+			got := make([]uint64, len(ps))
+			HitAll(ps, got)
 			hits := 0
-			for _, h := range append(hs, randomHashes(rng, 20000)...) {
-				want := c.Contains(h)
-				if got := c.Hit(h); got != map[bool]uint64{true: 1, false: 0}[want] {
-					t.Fatalf("Hit(%x) = %d, Contains %v", h, got, want)
+			for k := range ps {
+				if got[k] != want[k] {
+					t.Fatalf("probe %d: HitAll %d, Contains %d", k, got[k], want[k])
 				}
-				if want {
-					hits++
-				}
+				hits += int(want[k])
 			}
-			if hits < 3200 {
+			if hits < 6400 {
 				t.Fatalf("only %d hits: the test did not exercise present blocks", hits)
 			}
 		})
