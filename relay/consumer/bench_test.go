@@ -83,26 +83,16 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, bc.full)
-			probes := 0
-			for _, hs := range reqs[:min(len(reqs), 256)] {
+			probes := meanProbes(reqs, func(hs []routing.SeqHash) (n int) {
 				for _, e := range c.lanes.Load().byDomain[domain] {
-					probes += countingDepth(e.lane, hs)
+					n += countingDepth(e.lane, hs)
 				}
-			}
-			probes /= min(len(reqs), 256)
+				return n
+			})
 			dst := make([]Result, 0, benchLanes)
 			now := time.Unix(1, 0)
-			lat := make([]time.Duration, 0, 1<<20)
-			i := 0
-			for b.Loop() {
-				hs := reqs[i%len(reqs)]
-				i++
-				start := time.Now()
-				dst = c.Query(dst[:0], domain, hs, now)
-				lat = append(lat, time.Since(start))
-			}
-			p50 := reportLatencies(b, lat)
-			b.ReportMetric(float64(probes), "probes/query")
+			p50 := reportLatencies(b, timeEach(b, reqs, func(hs []routing.SeqHash) { dst = c.Query(dst[:0], domain, hs, now) }))
+			b.ReportMetric(probes, "probes/query")
 			if bc.requests == 1 {
 				hotP50 = p50
 			}
@@ -136,28 +126,44 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, bc.full)
-			probes := 0
-			for _, hs := range reqs[:min(len(reqs), 256)] {
+			probes := meanProbes(reqs, func(hs []routing.SeqHash) int {
 				s, _, _ := search(c, hs, bc.o, 0)
-				probes += s.probes
-			}
-			probes /= min(len(reqs), 256)
+				return s.probes
+			})
 			now := time.Unix(1, 0)
-			lat := make([]time.Duration, 0, 1<<20)
-			i := 0
-			for b.Loop() {
-				hs := reqs[i%len(reqs)]
-				i++
-				start := time.Now()
+			reportLatencies(b, timeEach(b, reqs, func(hs []routing.SeqHash) {
 				if _, _, ok := c.Best(domain, hs, now, bc.o, 0); !ok && bc.full {
 					b.Fatal("no lane holds a full request")
 				}
-				lat = append(lat, time.Since(start))
-			}
-			reportLatencies(b, lat)
-			b.ReportMetric(float64(probes), "probes/query")
+			}))
+			b.ReportMetric(probes, "probes/query")
 		})
 	}
+}
+
+// meanProbes is the mean of probes over the first 256 requests.
+func meanProbes(reqs [][]routing.SeqHash, probes func([]routing.SeqHash) int) float64 {
+	n := min(len(reqs), 256)
+	total := 0
+	for _, hs := range reqs[:n] {
+		total += probes(hs)
+	}
+	return float64(total) / float64(n)
+}
+
+// timeEach runs query on the requests in turn for the benchmark's
+// iterations and returns each call's latency.
+func timeEach(b *testing.B, reqs [][]routing.SeqHash, query func([]routing.SeqHash)) []time.Duration {
+	lat := make([]time.Duration, 0, 1<<20)
+	i := 0
+	for b.Loop() {
+		hs := reqs[i%len(reqs)]
+		i++
+		start := time.Now()
+		query(hs)
+		lat = append(lat, time.Since(start))
+	}
+	return lat
 }
 
 // BenchmarkProbeCost measures one filter lookup issued back to back with
