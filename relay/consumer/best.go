@@ -147,8 +147,8 @@ const resolveWays = 7
 // exact depth is found the same way, resolveWays positions of its bracket
 // at a time, so a 64-block bracket costs two round trips to memory
 // instead of six. Spreading several positions over every lane's bracket
-// in each round (a k-ary search over all lanes, 32 probes a round) was
-// measured and was slower hot and cold: it reads more cache lines than
+// in each round (a k-ary search over all lanes, 16 or 32 probes a round)
+// was measured and was slower hot and no faster cold: it reads more cache lines than
 // the round trips it saves are worth.
 type bestSearch struct {
 	hs     []routing.SeqHash
@@ -239,8 +239,9 @@ func (s *bestSearch) run() (int, bool) {
 			k++
 		}
 		if allHit && probed > 1 {
-			lead, _ = s.prune()
-			s.resolve(lead)
+			if lead, _ = s.prune(); lead >= 0 {
+				s.resolve(lead)
+			}
 		}
 	}
 }
