@@ -20,10 +20,13 @@ const benchLanes = 16
 
 // benchConsumer builds a consumer with 16 lanes of 2^19 buckets each
 // (sized for 1M blocks, filled to 75% with background blocks) and a set of
-// 64-block requests; lane i holds request r's first (r*7+i*5)%65 blocks,
-// or all 64 when full is set.
-func benchConsumer(b *testing.B, requests int, full bool) (*Consumer, [][]routing.SeqHash) {
+// 64-block requests; lane i holds the first depth(r, i) blocks of request
+// r (mixedDepths unless given).
+func benchConsumer(b *testing.B, requests int, depth func(r, i int) int) (*Consumer, [][]routing.SeqHash) {
 	b.Helper()
+	if depth == nil {
+		depth = mixedDepths
+	}
 	rng := rand.New(rand.NewPCG(42, 42))
 	reqs := make([][]routing.SeqHash, requests)
 	for r := range reqs {
@@ -36,11 +39,7 @@ func benchConsumer(b *testing.B, requests int, full bool) (*Consumer, [][]routin
 			b.Fatal(err)
 		}
 		for r, hs := range reqs {
-			d := (r*7 + i*5) % 65
-			if full {
-				d = 64
-			}
-			for _, h := range hs[:d] {
+			for _, h := range hs[:depth(r, i)] {
 				_ = f.Insert(h)
 			}
 		}
@@ -53,6 +52,34 @@ func benchConsumer(b *testing.B, requests int, full bool) (*Consumer, [][]routin
 	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow}}
 	c.lanes.Store(set)
 	return c, reqs
+}
+
+// The lane depths of the query benchmarks: mixed depths spread over
+// 0..64 (lane i holds request r's first (r*7+i*5)%65 blocks), every lane
+// holding the whole request, no lane holding any of it (the request's
+// prefix is new to the other DCs), and one lane, a different one per
+// request, holding 50 blocks while the others hold none.
+func mixedDepths(r, i int) int { return (r*7 + i*5) % 65 }
+func fullDepths(_, _ int) int  { return 64 }
+func noDepths(_, _ int) int    { return 0 }
+func oneDeep(r, i int) int {
+	if i == r%benchLanes {
+		return 50
+	}
+	return 0
+}
+
+// queryCases are the lanes and requests of both query benchmarks.
+var queryCases = []struct {
+	name     string
+	requests int
+	depth    func(r, i int) int
+}{
+	{name: "mixed-depths/hot", requests: 1},
+	{name: "mixed-depths/4096-requests", requests: 4096},
+	{name: "all-lanes-full/4096-requests", requests: 4096, depth: fullDepths},
+	{name: "no-lane-holds-it/4096-requests", requests: 4096, depth: noDepths},
+	{name: "one-lane-deep/4096-requests", requests: 4096, depth: oneDeep},
 }
 
 // reportLatencies reports the p50 and p99 of lat in ns and returns the
@@ -68,21 +95,13 @@ func reportLatencies(b *testing.B, lat []time.Duration) time.Duration {
 }
 
 // BenchmarkQuery16Lanes64Blocks measures one prefix query over 16 lanes
-// for a 64-block request and records each query's latency.
+// for a 64-block request, over the lanes of queryCases, and records each
+// query's latency.
 func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
-	cases := []struct {
-		name     string
-		requests int
-		full     bool
-	}{
-		{name: "mixed-depths/hot", requests: 1},
-		{name: "mixed-depths/4096-requests", requests: 4096},
-		{name: "all-lanes-full/4096-requests", requests: 4096, full: true},
-	}
 	var hotP50 time.Duration
-	for _, bc := range cases {
+	for _, bc := range queryCases {
 		b.Run(bc.name, func(b *testing.B) {
-			c, reqs := benchConsumer(b, bc.requests, bc.full)
+			c, reqs := benchConsumer(b, bc.requests, bc.depth)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) (n int) {
 				for _, e := range c.lanes.Load().byDomain[domain] {
 					n += countingDepth(e.lane, hs)
@@ -112,33 +131,26 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 	spread := Objective{Slope: 3.2, Intercept: func(r Result) (float64, bool) {
 		return -10 * float64(r.Pool.DC[0]-'a'), true
 	}}
-	cases := []struct {
-		name     string
-		requests int
-		full     bool
-		o        Objective
-	}{
-		{name: "mixed-depths/hot", requests: 1, o: flat},
-		{name: "mixed-depths/4096-requests", requests: 4096, o: flat},
-		{name: "mixed-depths/4096-requests/spread", requests: 4096, o: spread},
-		{name: "all-lanes-full/4096-requests", requests: 4096, full: true, o: flat},
-	}
-	for _, bc := range cases {
-		b.Run(bc.name, func(b *testing.B) {
-			c, reqs := benchConsumer(b, bc.requests, bc.full)
+	run := func(name string, requests int, depth func(r, i int) int, o Objective) {
+		b.Run(name, func(b *testing.B) {
+			c, reqs := benchConsumer(b, requests, depth)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) int {
-				s, _, _ := search(c, hs, bc.o, 0)
+				s, _, _ := search(c, hs, o, 0)
 				return s.probes
 			})
 			now := time.Unix(1, 0)
 			reportLatencies(b, timeEach(b, reqs, func(hs []routing.SeqHash) {
-				if _, _, ok := c.Best(domain, hs, now, bc.o, 0); !ok && bc.full {
-					b.Fatal("no lane holds a full request")
+				if _, _, ok := c.Best(domain, hs, now, o, 0); !ok && depth != nil && depth(0, 0) > 0 {
+					b.Fatal("no lane chosen though one holds the request")
 				}
 			}))
 			b.ReportMetric(probes, "probes/query")
 		})
 	}
+	for _, bc := range queryCases {
+		run(bc.name, bc.requests, bc.depth, flat)
+	}
+	run("mixed-depths/4096-requests/spread", 4096, nil, spread)
 }
 
 // meanProbes is the mean of probes over the first 256 requests.
@@ -179,7 +191,7 @@ func BenchmarkProbeCost(b *testing.B) {
 		batched  bool
 	}{{"hot", 1, false}, {"cold", 4096, false}, {"hot-batched", 1, true}, {"cold-batched", 4096, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, reqs := benchConsumer(b, bc.requests, false)
+			c, reqs := benchConsumer(b, bc.requests, nil)
 			var fs []*filter.Cuckoo
 			for _, e := range c.lanes.Load().byDomain[domain] {
 				fs = append(fs, e.lane.f)
@@ -267,7 +279,7 @@ func spin(n int) uint64 {
 // lane under its write lock as fast as it can: the worst case of the
 // RWMutex-per-lane design.
 func BenchmarkQueryDuringApply(b *testing.B) {
-	c, reqs := benchConsumer(b, 4096, false)
+	c, reqs := benchConsumer(b, 4096, nil)
 	srcs := sources(b, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -338,7 +350,7 @@ func applyLocked(l *Lane, d filter.Delta) {
 // BenchmarkApplyLocked is the RWMutex design's cost per delta: apply 8
 // inserted blocks' images to a 2^19-bucket filter under the write lock.
 func BenchmarkApplyLocked(b *testing.B) {
-	c, _ := benchConsumer(b, 1, false)
+	c, _ := benchConsumer(b, 1, nil)
 	src := sources(b, c)[0]
 	l := c.lanes.Load().byDomain[domain][0].lane
 	rng := rand.New(rand.NewPCG(8, 8))
@@ -360,7 +372,7 @@ func BenchmarkApplyLocked(b *testing.B) {
 // design's cost per delta: one copy of a 2^19-bucket (4 MiB) filter, here
 // through its encoding, before any image is applied.
 func BenchmarkCopyOnWriteClone(b *testing.B) {
-	c, _ := benchConsumer(b, 1, false)
+	c, _ := benchConsumer(b, 1, nil)
 	f := c.lanes.Load().byDomain[domain][0].lane.f
 	for b.Loop() {
 		data, _ := f.MarshalBinary()
