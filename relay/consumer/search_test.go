@@ -100,8 +100,9 @@ func TestPropertyPrefixDepthNoFalseNegatives(t *testing.T) {
 	})
 }
 
-// TestQueriesDuringApply runs queries while a lane applies deltas (under
-// -race): a prefix that stays present is always found whole.
+// TestQueriesDuringApply runs queries, both Query and Best, while a lane
+// applies deltas (under -race): a prefix that stays present is always
+// found whole.
 func TestQueriesDuringApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	stable := chain(rng, 64)
@@ -122,6 +123,10 @@ func TestQueriesDuringApply(t *testing.T) {
 				}
 				if r := c.Query(nil, domain, stable, time.Unix(101, 0)); r[0].Depth != 64 || r[0].Staleness != time.Second {
 					t.Errorf("result %+v during apply", r)
+					return
+				}
+				if r, _, ok := c.Best(domain, stable, time.Unix(101, 0), flat, 0); !ok || r.Depth != 64 {
+					t.Errorf("best %v %+v during apply", ok, r)
 					return
 				}
 			}
