@@ -31,7 +31,8 @@ func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
 	if g.cfg.RemoteIndex == nil || p.LocalOnly {
 		return ch
 	}
-	if r, _, ok := g.cfg.RemoteIndex.Best(dom, sc.hashes, now, p.objective(bs, g.remoteRTT), p.bar(ch.Local)); ok {
+	o := consumer.Objective{Slope: p.slope(bs), Intercept: g.intercept}
+	if r, _, ok := g.cfg.RemoteIndex.Best(dom, sc.hashes, now, o, p.bar(ch.Local)); ok {
 		ch.Best, ch.Remote = p.remote(r, bs, g.remoteRTT), true
 		g.metrics.ForwardDepth.Observe(float64(r.Depth))
 	}

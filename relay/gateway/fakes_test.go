@@ -322,5 +322,6 @@ func postHandler(t *testing.T, g *Gateway, path, body string, hdr map[string]str
 }
 
 func (f *fakeRemote) Best(d producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, bar float64) (consumer.Result, float64, bool) {
-	return consumer.BestOf(f.Query(nil, d, hs, now), o, bar)
+	var buf [8]consumer.Result
+	return consumer.BestOf(f.Query(buf[:0], d, hs, now), o, bar)
 }

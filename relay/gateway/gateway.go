@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/kvrouter/kvrouter/relay/consumer"
 )
 
 // ForwardedHeader marks a request one gateway forwarded to another; its
@@ -30,6 +32,8 @@ type Gateway struct {
 	transport *http.Transport
 	metrics   *Metrics
 	handler   http.Handler
+	// intercept is the policy's consumer.Objective intercept.
+	intercept func(consumer.Result) (float64, bool)
 }
 
 // New validates cfg and builds a Gateway; call Serve or Run to start its
@@ -48,6 +52,7 @@ func New(cfg Config) (*Gateway, error) {
 		dcs = append(dcs, r.DC)
 	}
 	g.homes = NewHomes(dcs...)
+	g.intercept = cfg.Policy.intercepts(g.remoteRTT)
 	for _, p := range cfg.Pools {
 		g.blocks[p.Model] = p.BlockSize
 	}

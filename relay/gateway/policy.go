@@ -147,13 +147,19 @@ func (p Policy) bar(local Candidate) float64 { return local.Benefit + p.MinAdvan
 // intercept is minus its round trip and load penalty. Lanes that are not
 // eligible or whose DC has no configured round trip take no part.
 func (p Policy) objective(blockSize int, rtt func(dc string) (time.Duration, bool)) consumer.Objective {
-	return consumer.Objective{Slope: p.slope(blockSize), Intercept: func(r consumer.Result) (float64, bool) {
+	return consumer.Objective{Slope: p.slope(blockSize), Intercept: p.intercepts(rtt)}
+}
+
+// intercepts returns the objective's Intercept. The gateway builds it once,
+// so that a decision allocates nothing.
+func (p Policy) intercepts(rtt func(dc string) (time.Duration, bool)) func(consumer.Result) (float64, bool) {
+	return func(r consumer.Result) (float64, bool) {
 		d, ok := rtt(r.Pool.DC)
 		if !ok || !p.Eligible(r) {
 			return 0, false
 		}
 		return p.intercept(d, r.Load), true
-	}}
+	}
 }
 
 // remote is the candidate of a chosen remote lane result.
