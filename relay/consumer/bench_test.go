@@ -104,7 +104,8 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, bc.depth)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) (n int) {
 				for _, e := range c.lanes.Load().byDomain[domain] {
-					n += countingDepth(e.lane, hs)
+					_, p := prefixSearch(e.lane.f, hs, DefaultVerifyWindow)
+					n += p
 				}
 				return n
 			})

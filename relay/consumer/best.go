@@ -57,6 +57,12 @@ func BestOf(rs []Result, o Objective, bar float64) (Result, float64, bool) {
 // exactly and verified. A 16-lane search at mixed depths reads a fraction
 // of Query's lines; docs/benchmarks.md has the figures.
 func (c *Consumer) Best(domain producer.Domain, hs []routing.SeqHash, now time.Time, o Objective, bar float64) (Result, float64, bool) {
+	var s bestSearch
+	return c.best(&s, domain, hs, now, o, bar)
+}
+
+// best is Best with the search's state in s (on Best's stack).
+func (c *Consumer) best(s *bestSearch, domain producer.Domain, hs []routing.SeqHash, now time.Time, o Objective, bar float64) (Result, float64, bool) {
 	es := c.lanes.Load().byDomain[domain]
 	if len(es) == 0 {
 		return Result{}, 0, false
@@ -64,7 +70,7 @@ func (c *Consumer) Best(domain producer.Domain, hs []routing.SeqHash, now time.T
 	if len(es) > maxBestLanes {
 		return BestOf(c.Query(nil, domain, hs, now), o, bar)
 	}
-	s := bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
+	*s = bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
 	mu := es[0].lane.mu
 	mu.RLock()
 	defer mu.RUnlock()

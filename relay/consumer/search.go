@@ -39,14 +39,24 @@ import (
 // machine (the shape the lockstep prototypes needed), which made a hot
 // 16-lane query about a third faster.
 func prefixDepth(f *filter.Cuckoo, hs []routing.SeqHash, window int) int {
+	d, _ := prefixSearch(f, hs, window)
+	return d
+}
+
+// prefixSearch is prefixDepth that also counts its filter probes, for the
+// tests and benchmarks that compare searches.
+func prefixSearch(f *filter.Cuckoo, hs []routing.SeqHash, window int) (depth, probes int) {
 	n := len(hs)
-	if n == 0 || !f.Contains(hs[0]) {
-		return 0
+	if n == 0 {
+		return 0, 0
+	}
+	if probes++; !f.Contains(hs[0]) {
+		return 0, probes
 	}
 	// hs[lo] is a hit; hs[hi] is a miss, or hi == n.
 	lo, hi := 0, n
 	for p := 1; p < n; p <<= 1 {
-		if !f.Contains(hs[p]) {
+		if probes++; !f.Contains(hs[p]) {
 			hi = p
 			break
 		}
@@ -54,16 +64,16 @@ func prefixDepth(f *filter.Cuckoo, hs []routing.SeqHash, window int) int {
 	}
 	for hi-lo > 1 {
 		mid := int(uint(lo+hi) >> 1)
-		if f.Contains(hs[mid]) {
+		if probes++; f.Contains(hs[mid]) {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
 	for p := max(hi-window, 1); p < lo; p++ {
-		if !f.Contains(hs[p]) {
-			return p
+		if probes++; !f.Contains(hs[p]) {
+			return p, probes
 		}
 	}
-	return hi
+	return hi, probes
 }
