@@ -10,14 +10,35 @@ import (
 )
 
 // Objective values lanes for Best and BestOf. A lane whose prefix is d
-// blocks deep gains Slope×d + Intercept(r), where r is the lane's Result
-// without its depth; Intercept reports false for a lane that must not be
-// chosen. Slope is shared by every lane and must not be negative: a gain
-// that grows with depth at one rate for all lanes is what lets one probe,
-// at the depth a lane would need, tell whether it can beat another.
+// blocks deep gains Slope×d + Intercept(v), where v is the lane's view;
+// Intercept reports false for a lane that must not be chosen. Slope is
+// shared by every lane and must not be negative: a gain that grows with
+// depth at one rate for all lanes is what lets one probe, at the depth a
+// lane would need, tell whether it can beat another.
 type Objective struct {
 	Slope     float64
-	Intercept func(r Result) (float64, bool)
+	Intercept func(v LaneView) (float64, bool)
+}
+
+// LaneView is what an Objective sees of a lane: the parts of its Result
+// that do not depend on the request. Best values every lane of a domain
+// for every request, so the view is four words, which the compiler passes
+// and keeps in registers (a struct of at most four fields and 32 bytes);
+// a view that carried the DC's name or the Load by value, like a whole
+// Result, was assembled in memory for each call, at a third of the cost
+// of a search that no lane answers. Pool and Load point into the lane's
+// state or the Result: they are valid for the call only and must not be
+// written.
+type LaneView struct {
+	Pool      *producer.PoolID
+	Ready     bool
+	Staleness time.Duration
+	Load      *producer.Load
+}
+
+// View returns r's LaneView, which points into r.
+func (r *Result) View() LaneView {
+	return LaneView{Pool: &r.Pool, Ready: r.Ready, Staleness: r.Staleness, Load: &r.Load}
 }
 
 // gain is the objective at depth d for a lane with intercept icpt.
@@ -30,13 +51,14 @@ func BestOf(rs []Result, o Objective, bar float64) (Result, float64, bool) {
 	var best Result
 	var gain float64
 	found := false
-	for _, r := range rs {
-		icpt, ok := o.Intercept(r)
+	for i := range rs {
+		r := &rs[i]
+		icpt, ok := o.Intercept(r.View())
 		if !ok {
 			continue
 		}
 		if g := o.gain(r.Depth, icpt); g > bar && (!found || g > gain) {
-			best, gain, found = r, g, true
+			best, gain, found = *r, g, true
 		}
 	}
 	return best, gain, found
@@ -70,7 +92,10 @@ func (c *Consumer) best(s *bestSearch, domain producer.Domain, hs []routing.SeqH
 	if len(es) > maxBestLanes {
 		return BestOf(c.Query(nil, domain, hs, now), o, bar)
 	}
-	*s = bestSearch{hs: hs, o: o, bar: bar, window: c.cfg.VerifyWindow}
+	// The fields are set one by one: assigning a whole bestSearch would
+	// clear its arrays a second time.
+	s.hs, s.o, s.bar, s.window = hs, o, bar, c.cfg.VerifyWindow
+	s.n, s.probes, s.rounds, s.fellBack = 0, 0, 0, false
 	mu := es[0].lane.mu
 	mu.RLock()
 	defer mu.RUnlock()
@@ -97,13 +122,15 @@ const maxBestLanes = 16
 // add makes l a contender if the objective admits it; the caller holds
 // l.mu for reading.
 func (s *bestSearch) add(l *Lane, now time.Time) {
-	if icpt, ok := s.o.Intercept(l.result(now)); ok {
+	if icpt, ok := s.o.Intercept(l.view(now)); ok {
 		hi := 0
 		if l.f != nil {
 			hi = len(s.hs)
 		}
 		s.arr[s.n] = contender{l: l, f: l.f, icpt: icpt, hi: hi}
+		s.live[s.n] = int8(s.n)
 		s.n++
+		s.nlive = s.n
 	}
 }
 
@@ -116,7 +143,6 @@ type contender struct {
 	icpt   float64
 	lo, hi int
 	next   int // the depth this round probes, 0 for none
-	dead   bool
 }
 
 // resolveWays is the number of positions of one lane's bracket read at
@@ -163,22 +189,28 @@ type bestSearch struct {
 	window int
 	arr    [maxBestLanes]contender // the contenders are arr[:n]
 	n      int
-	ps     [maxBestLanes]filter.Probe // a round's lookups
-	hits   [maxBestLanes]uint64       // and their answers
-	// probes and fellBack are for the tests and benchmarks.
-	probes   int
-	fellBack bool
+	// live[:nlive] are the indices in arr of the lanes that can still
+	// win, ascending, so that a round visits only those.
+	live  [maxBestLanes]int8
+	nlive int
+	ps    [maxBestLanes]filter.Probe // a round's lookups
+	hits  [maxBestLanes]uint64       // and their answers
+	at    [maxBestLanes]int8         // the contender of each lookup
+	// probes, rounds (reads of filter.HitAll) and fellBack are for the
+	// tests and benchmarks.
+	probes, rounds int
+	fellBack       bool
 }
 
 // run returns the winner's index with its depth in lo (== hi).
 func (s *bestSearch) run() (int, bool) {
 	for {
-		lead, alive := s.prune()
-		if alive == 0 {
+		lead, leadGain := s.prune()
+		if s.nlive == 0 {
 			return 0, false
 		}
 		lc := &s.arr[lead]
-		if alive == 1 {
+		if s.nlive == 1 {
 			if lc.lo < lc.hi {
 				// Found exactly, it may yet fall to the bar.
 				s.resolve(lead)
@@ -189,100 +221,121 @@ func (s *bestSearch) run() (int, bool) {
 			}
 			return s.fallback()
 		}
-		leadGain := s.o.gain(lc.lo, lc.icpt)
-		// Choose every position of the round, then test them.
-		if leadGain <= s.bar || lc.lo == lc.hi {
-			if leadGain <= s.bar {
-				lead, leadGain = -1, s.bar
-			}
-			for j := range s.arr[:s.n] {
-				c := &s.arr[j]
-				c.next = 0
-				if c.dead || j == lead {
-					continue
-				}
-				if c.next = s.beating(c, leadGain, j < lead); c.next > c.hi {
-					c.dead, c.next = true, 0
-				}
-			}
-		} else {
-			hiGain := math.Inf(-1)
-			for j := range s.arr[:s.n] {
-				if c := &s.arr[j]; !c.dead {
-					hiGain = max(hiGain, s.o.gain(c.hi, c.icpt))
-				}
-			}
-			target := leadGain + (hiGain-leadGain)/2
-			for j := range s.arr[:s.n] {
-				c := &s.arr[j]
-				c.next = 0
-				if !c.dead && c.lo < c.hi {
-					c.next = s.reaching(c, target)
-				}
-			}
-		}
-		// Read the whole round at once (filter.HitAll), then narrow.
 		probed := 0
-		for j := range s.arr[:s.n] {
-			if c := &s.arr[j]; c.next > 0 {
-				c.f.LocateInto(&s.ps[probed], s.hs[c.next-1])
-				probed++
-			}
+		if leadGain <= s.bar || lc.lo == lc.hi {
+			probed = s.beatingRound(lead, leadGain)
+		} else {
+			probed = s.midpointRound(leadGain)
 		}
-		s.probes += probed
-		filter.HitAll(s.ps[:probed], s.hits[:probed])
-		allHit, k := true, 0
-		for j := range s.arr[:s.n] {
-			c := &s.arr[j]
-			if c.next == 0 {
-				continue
-			}
-			if s.hits[k] == 1 {
-				c.lo = c.next
-			} else {
-				c.hi, allHit = c.next-1, false
-			}
-			k++
-		}
-		if allHit && probed > 1 {
-			if lead, _ = s.prune(); lead >= 0 {
+		if s.read(probed) && probed > 1 {
+			// Every probe hit: settle the lead's depth, so that the next
+			// round tests the others against it.
+			if lead, _ = s.prune(); s.nlive > 0 {
 				s.resolve(lead)
 			}
 		}
 	}
 }
 
-// prune marks the lanes that cannot win dead and returns the lead (the
-// live lane with the best known gain, the earliest of equals) and the
-// number of live lanes.
-func (s *bestSearch) prune() (lead, alive int) {
-	lead = -1
-	var leadGain float64
-	for j := range s.arr[:s.n] {
-		c := &s.arr[j]
-		if c.dead {
+// beatingRound locates, for every live lane but the lead, the least depth
+// that would beat the lead's gain (the bar, when that is not above it) and
+// returns the number of lookups.
+func (s *bestSearch) beatingRound(lead int, leadGain float64) int {
+	if leadGain <= s.bar {
+		lead, leadGain = -1, s.bar
+	}
+	probed := 0
+	for _, j := range s.live[:s.nlive] {
+		if int(j) == lead {
 			continue
 		}
+		// prune kept only lanes that can beat the lead (or tie it from
+		// earlier), so the depth is in their bracket.
+		c := &s.arr[j]
+		if d := s.beating(c, leadGain, int(j) < lead); d <= c.hi {
+			s.locate(probed, j, d)
+			probed++
+		}
+	}
+	return probed
+}
+
+// midpointRound locates, for every live lane whose depth is not exact,
+// the depth at which its gain would reach the midpoint between the lead's
+// known gain and the best possible one, and returns the number of
+// lookups.
+func (s *bestSearch) midpointRound(leadGain float64) int {
+	hiGain := math.Inf(-1)
+	for _, j := range s.live[:s.nlive] {
+		c := &s.arr[j]
+		hiGain = max(hiGain, s.o.gain(c.hi, c.icpt))
+	}
+	target := leadGain + (hiGain-leadGain)/2
+	probed := 0
+	for _, j := range s.live[:s.nlive] {
+		if c := &s.arr[j]; c.lo < c.hi {
+			s.locate(probed, j, s.reaching(c, target))
+			probed++
+		}
+	}
+	return probed
+}
+
+// locate makes lookup k the test of contender j at depth d.
+func (s *bestSearch) locate(k int, j int8, d int) {
+	c := &s.arr[j]
+	c.next = d
+	c.f.LocateInto(&s.ps[k], s.hs[d-1])
+	s.at[k] = j
+}
+
+// read tests the round's lookups at once (filter.HitAll), narrows each
+// probed bracket and reports whether every lookup hit.
+func (s *bestSearch) read(probed int) bool {
+	s.probes += probed
+	s.rounds++
+	filter.HitAll(s.ps[:probed], s.hits[:probed])
+	allHit := true
+	for k, j := range s.at[:probed] {
+		c := &s.arr[j]
+		if s.hits[k] == 1 {
+			c.lo = c.next
+		} else {
+			c.hi, allHit = c.next-1, false
+		}
+	}
+	return allHit
+}
+
+// prune drops from the live lanes those that cannot win and returns the
+// lead (the live lane with the best known gain, the earliest of equals)
+// with its known gain; the lead is -1 when no lane is left.
+func (s *bestSearch) prune() (lead int, leadGain float64) {
+	lead = -1
+	k := 0
+	for _, j := range s.live[:s.nlive] {
+		c := &s.arr[j]
 		if s.o.gain(c.hi, c.icpt) <= s.bar {
-			c.dead = true
 			continue
 		}
 		if g := s.o.gain(c.lo, c.icpt); lead < 0 || g > leadGain {
-			lead, leadGain = j, g
+			lead, leadGain = int(j), g
 		}
+		s.live[k] = j
+		k++
 	}
-	for j := range s.arr[:s.n] {
-		c := &s.arr[j]
-		if c.dead {
+	n := 0
+	for _, j := range s.live[:k] {
+		// A lane that can at best tie the lead stays only if it comes
+		// before it.
+		if g := s.o.gain(s.arr[j].hi, s.arr[j].icpt); int(j) != lead && (g < leadGain || (g == leadGain && lead < int(j))) {
 			continue
 		}
-		if g := s.o.gain(c.hi, c.icpt); j != lead && (g < leadGain || (g == leadGain && lead < j)) {
-			c.dead = true
-			continue
-		}
-		alive++
+		s.live[n] = j
+		n++
 	}
-	return lead, alive
+	s.nlive = n
+	return lead, leadGain
 }
 
 // beating returns the least depth in (c.lo, c.hi+1] at which c's gain
@@ -336,6 +389,7 @@ func (s *bestSearch) resolve(j int) {
 			c.f.LocateInto(&s.ps[i], s.hs[lo+((i+1)*m+k)/(k+1)-1])
 		}
 		s.probes += k
+		s.rounds++
 		filter.HitAll(s.ps[:k], s.hits[:k])
 		for i := range k {
 			d := lo + ((i+1)*m+k)/(k+1)

@@ -12,7 +12,7 @@ import (
 )
 
 // flat is the objective of lanes that differ only by depth.
-var flat = Objective{Slope: 1, Intercept: func(Result) (float64, bool) { return 0, true }}
+var flat = Objective{Slope: 1, Intercept: func(LaneView) (float64, bool) { return 0, true }}
 
 // lanesAt returns lanes dc-00, dc-01, ... holding the first depths[i]
 // blocks of hs.
@@ -58,7 +58,7 @@ func TestPropertyBestIsBestOfQuery(t *testing.T) {
 			lanes = append(lanes, l)
 		}
 		o := Objective{Slope: rapid.SampledFrom([]float64{0, 0.5, 1, 3.2}).Draw(rt, "slope"),
-			Intercept: func(r Result) (float64, bool) { return icpts[r.Pool.DC], !excluded[r.Pool.DC] }}
+			Intercept: func(v LaneView) (float64, bool) { return icpts[v.Pool.DC], !excluded[v.Pool.DC] }}
 		bar := float64(rapid.IntRange(-40, 40).Draw(rt, "bar"))
 		c := consumerWith(lanes...)
 		now := time.Unix(0, 0)

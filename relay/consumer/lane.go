@@ -197,6 +197,16 @@ func (l *Lane) result(now time.Time) Result {
 	return r
 }
 
+// view is the lane's LaneView at now, as result(now).View() but without
+// building the Result; the caller holds l.mu for reading.
+func (l *Lane) view(now time.Time) LaneView {
+	v := LaneView{Pool: &l.pool, Ready: l.f != nil, Load: &l.load}
+	if v.Ready {
+		v.Staleness = now.Sub(l.heard)
+	}
+	return v
+}
+
 // Status returns the lane's state with staleness measured at now.
 func (l *Lane) Status(now time.Time) LaneStatus {
 	l.mu.RLock()

@@ -33,7 +33,7 @@ type Gateway struct {
 	metrics   *Metrics
 	handler   http.Handler
 	// intercept is the policy's consumer.Objective intercept.
-	intercept func(consumer.Result) (float64, bool)
+	intercept func(consumer.LaneView) (float64, bool)
 }
 
 // New validates cfg and builds a Gateway; call Serve or Run to start its

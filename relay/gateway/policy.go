@@ -152,13 +152,13 @@ func (p Policy) objective(blockSize int, rtt func(dc string) (time.Duration, boo
 
 // intercepts returns the objective's Intercept. The gateway builds it once,
 // so that a decision allocates nothing.
-func (p Policy) intercepts(rtt func(dc string) (time.Duration, bool)) func(consumer.Result) (float64, bool) {
-	return func(r consumer.Result) (float64, bool) {
-		d, ok := rtt(r.Pool.DC)
-		if !ok || !p.Eligible(r) {
+func (p Policy) intercepts(rtt func(dc string) (time.Duration, bool)) func(consumer.LaneView) (float64, bool) {
+	return func(v consumer.LaneView) (float64, bool) {
+		d, ok := rtt(v.Pool.DC)
+		if !ok || !p.eligible(v) {
 			return 0, false
 		}
-		return p.intercept(d, r.Load), true
+		return p.intercept(d, *v.Load), true
 	}
 }
 
@@ -172,9 +172,12 @@ func (p Policy) remote(r consumer.Result, blockSize int, rtt func(dc string) (ti
 
 // Eligible reports whether a remote lane may take part: it has a
 // snapshot, is fresh enough, has engines and has room.
-func (p Policy) Eligible(r consumer.Result) bool {
-	return r.Ready && r.Staleness <= p.MaxStaleness && r.Load.Engines > 0 &&
-		r.Load.Utilization < p.MaxUtilization
+func (p Policy) Eligible(r consumer.Result) bool { return p.eligible(r.View()) }
+
+// eligible is Eligible on a lane's view, the objective's argument.
+func (p Policy) eligible(v consumer.LaneView) bool {
+	return v.Ready && v.Staleness <= p.MaxStaleness && v.Load.Engines > 0 &&
+		v.Load.Utilization < p.MaxUtilization
 }
 
 // benefit is the formula of the Policy comment, computed as the
