@@ -21,8 +21,15 @@ const benchLanes = 16
 // benchConsumer builds a consumer with 16 lanes of 2^19 buckets each
 // (sized for 1M blocks, filled to 75% with background blocks) and a set of
 // 64-block requests; lane i holds the first depth(r, i) blocks of request
-// r (mixedDepths unless given).
+// r (mixedDepths unless given). The lanes' filters share one geometry, as
+// the filters of relays with the default summary settings do, so Best
+// reads them through the domain's stack.
 func benchConsumer(b testing.TB, requests int, depth func(r, i int) int) (*Consumer, [][]routing.SeqHash) {
+	return benchConsumerOf(b, requests, depth, false)
+}
+
+// benchConsumerOf is benchConsumer, without the stack if noStack.
+func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noStack bool) (*Consumer, [][]routing.SeqHash) {
 	b.Helper()
 	if depth == nil {
 		depth = mixedDepths
@@ -34,7 +41,7 @@ func benchConsumer(b testing.TB, requests int, depth func(r, i int) int) (*Consu
 	}
 	set := &laneSet{byDomain: map[producer.Domain][]*laneEntry{}}
 	for i := range benchLanes {
-		f, err := filter.NewCuckoo(filter.Config{Capacity: 1 << 20, Seed: uint64(i)}, rand.New(rand.NewPCG(uint64(i), 1)))
+		f, err := filter.NewCuckoo(filter.Config{Capacity: 1 << 20}, rand.New(rand.NewPCG(uint64(i), 1)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -49,8 +56,9 @@ func benchConsumer(b testing.TB, requests int, depth func(r, i int) int) (*Consu
 		l := &Lane{pool: poolIn(string(rune('a' + i))), f: f, heard: benchHeard}
 		set = set.with(&laneEntry{lane: l})
 	}
-	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow}}
+	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow, NoStack: noStack}}
 	c.lanes.Store(set)
+	c.restackDomain(nil, domain)
 	return c, reqs
 }
 
@@ -137,15 +145,16 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 // (run both in one invocation to compare them): the lane a request gains
 // most from when lanes differ only by depth (flat), and when each lane's
 // DC is a round trip further off (spread: 3.2 ms per block, 10 ms more
-// per lane, as the gateway's policy computes it). It also reports the
-// filter probes per query.
+// per lane, as the gateway's policy computes it), through the domain's
+// stack and (no-stack) without it. It also reports the lookups per query
+// (a stack lookup tests every stacked lane at one depth).
 func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 	spread := Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
 		return -10 * float64(v.Pool.DC[0]-'a'), true
 	}}
-	run := func(name string, requests int, depth func(r, i int) int, o Objective) {
+	run := func(name string, requests int, depth func(r, i int) int, o Objective, noStack bool) {
 		b.Run(name, func(b *testing.B) {
-			c, reqs := benchConsumer(b, requests, depth)
+			c, reqs := benchConsumerOf(b, requests, depth, noStack)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) int {
 				s, _, _ := search(c, hs, o, 0)
 				return s.probes
@@ -160,9 +169,15 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 		})
 	}
 	for _, bc := range queryCases {
-		run(bc.name, bc.requests, bc.depth, flat)
+		run(bc.name, bc.requests, bc.depth, flat, false)
 	}
-	run("mixed-depths/4096-requests/spread", 4096, nil, spread)
+	run("mixed-depths/4096-requests/spread", 4096, nil, spread, false)
+	// The same lanes searched through their own filters only (as lanes
+	// of different geometries are).
+	for _, bc := range queryCases {
+		run(bc.name+"/no-stack", bc.requests, bc.depth, flat, true)
+	}
+	run("mixed-depths/4096-requests/spread/no-stack", 4096, nil, spread, true)
 }
 
 // meanProbes is the mean of probes over the first 256 requests.

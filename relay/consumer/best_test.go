@@ -33,9 +33,10 @@ func search(c *Consumer, hs []routing.SeqHash, o Objective, bar float64) (*bestS
 }
 
 // TestPropertyBestIsBestOfQuery: over any lanes (some not ready, some
-// excluded by the objective, depths, intercepts and bars drawn so that
-// ties are common), Best answers the lane and depth BestOf gives over
-// Query's results, and over the true depths.
+// excluded by the objective, of two filter geometries so that some are
+// stacked and some not, depths, intercepts and bars drawn so that ties
+// are common), Best answers the lane and depth BestOf gives over Query's
+// results, and over the true depths.
 func TestPropertyBestIsBestOfQuery(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 3))
@@ -50,7 +51,9 @@ func TestPropertyBestIsBestOfQuery(t *testing.T) {
 			l := &Lane{pool: poolIn(dc)}
 			if rapid.IntRange(0, 5).Draw(rt, "ready") > 0 {
 				k := rapid.IntRange(0, n).Draw(rt, "depth")
-				l.f = filterWith(t, 512, hs[:k])
+				// Two geometries: the stack holds the lanes of the more
+				// common one, the others are searched in their filters.
+				l.f = filterWith(t, rapid.SampledFrom([]int{512, 512, 2048}).Draw(rt, "capacity"), hs[:k])
 				truth[dc] = k
 			}
 			icpts[dc] = float64(rapid.IntRange(-8, 0).Draw(rt, "intercept")) * 4
@@ -145,22 +148,39 @@ func TestBestMixedDepthsProbesFewerThanQuery(t *testing.T) {
 	}
 }
 
-// TestBestFallsBackWhenTheWindowMisses: membership with a hole just below
-// the depth the search converges on (what a false positive looks like to
-// it) is caught by the verification window, and the answer is then the
-// full search's.
+// TestBestFallsBackWhenTheWindowMisses: membership with a hole followed by
+// one present block (what a false positive looks like to a search that
+// converges over it), at every position of the request, with and without
+// the stack: whenever the
+// verification window catches the hole the answer is the full search's,
+// some position is caught that way on each path, and no answer is
+// shorter than the true prefix.
 func TestBestFallsBackWhenTheWindowMisses(t *testing.T) {
 	hs := chain(rand.New(rand.NewPCG(7, 7)), 64)
-	// Blocks 0..30 and 32: the search resolves dc-00 at 33 through its
-	// probe of block 32, and the window re-tests block 31.
-	holed := &Lane{pool: poolIn("dc-00"), f: filterWith(t, 512, append(append([]routing.SeqHash{}, hs[:31]...), hs[32]))}
-	c := consumerWith(holed, lanesAt(t, hs, 0, 20)[1])
-	want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), flat, 0)
-	s, got, ok := search(c, hs, flat, 0)
-	if !s.fellBack {
-		t.Fatal("the window did not catch the hole")
-	}
-	if !ok || got.Pool != want.Pool || got.Depth != want.Depth || want.Depth != 31 {
-		t.Fatalf("got %+v, want %+v at depth 31", got, want)
+	for _, noStack := range []bool{false, true} {
+		caught := 0
+		for hole := 1; hole < 63; hole++ {
+			// Blocks before the hole, and the one after it.
+			held := append(append([]routing.SeqHash{}, hs[:hole]...), hs[hole+1])
+			holed := &Lane{pool: poolIn("dc-00"), f: filterWith(t, 512, held)}
+			c := consumerWith(holed, lanesAt(t, hs, 0, 20)[1])
+			if noStack {
+				c = consumerWith(holed, &Lane{pool: poolIn("dc-01"), f: filterWith(t, 2048, hs[:20])})
+			}
+			want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), flat, 0)
+			s, got, ok := search(c, hs, flat, 0)
+			if !ok || got.Depth < hole {
+				t.Fatalf("no stack %v, hole %d: %v %+v", noStack, hole, ok, got)
+			}
+			if s.fellBack {
+				caught++
+				if got.Pool != want.Pool || got.Depth != want.Depth {
+					t.Fatalf("no stack %v, hole %d: fell back to %+v, the full search gives %+v", noStack, hole, got, want)
+				}
+			}
+		}
+		if caught == 0 {
+			t.Fatalf("no stack %v: the window caught no hole", noStack)
+		}
 	}
 }

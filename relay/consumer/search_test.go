@@ -106,9 +106,13 @@ func TestPropertyPrefixDepthNoFalseNegatives(t *testing.T) {
 func TestQueriesDuringApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	stable := chain(rng, 64)
-	f := filterWith(t, 1<<14, stable)
-	l := &Lane{pool: poolIn("dc-x"), f: f, heard: time.Unix(100, 0)}
-	c := consumerWith(l)
+	// Two lanes of one geometry, so that Best reads their stack too.
+	l := &Lane{pool: poolIn("dc-x"), f: filterWith(t, 1<<14, stable), heard: time.Unix(100, 0)}
+	other := &Lane{pool: poolIn("dc-y"), f: filterWith(t, 1<<14, stable[:10]), heard: time.Unix(100, 0)}
+	c := consumerWith(l, other)
+	if !l.stacked || !other.stacked {
+		t.Fatal("lanes not stacked")
+	}
 	src := filterWith(t, 1<<14, stable)
 	src.TrackChanges()
 	var wg sync.WaitGroup
@@ -121,7 +125,7 @@ func TestQueriesDuringApply(t *testing.T) {
 					return
 				default:
 				}
-				if r := c.Query(nil, domain, stable, time.Unix(101, 0)); r[0].Depth != 64 || r[0].Staleness != time.Second {
+				if r := c.Query(nil, domain, stable, time.Unix(101, 0)); r[0].Depth != 64 || r[0].Staleness != time.Second || r[1].Depth != 10 {
 					t.Errorf("result %+v during apply", r)
 					return
 				}
@@ -139,6 +143,9 @@ func TestQueriesDuringApply(t *testing.T) {
 		d := src.TakeChanges()
 		l.mu.Lock()
 		err := l.f.Apply(d)
+		if err == nil {
+			l.delta(d)
+		}
 		l.mu.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -157,6 +164,9 @@ func consumerWith(ls ...*Lane) *Consumer {
 	}
 	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow}}
 	c.lanes.Store(set)
+	for d := range set.byDomain {
+		c.restackDomain(nil, d)
+	}
 	return c
 }
 

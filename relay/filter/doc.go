@@ -174,6 +174,19 @@
 // cuckoo layouts); DecodeCuckoo, DecodeDelta and Apply accept either. Rebuilds
 // change the layout (RefSet.Generation) and always require a full snapshot.
 //
+// # Stacks
+//
+// A Stack is a read replica of up to 16 cuckoo filters of one geometry
+// (kind, seed, bucket count), transposed: row i holds bucket i of every
+// member. Filters of one geometry place a block in the same two buckets
+// with the same fingerprint, so StackHits tests a block in all members by
+// reading two rows (four cache lines for 16 members) where the members
+// take two lines each. The consumer keeps one per cache domain for its
+// best-lane search. Rows hold logical bucket words, so both cuckoo kinds
+// stack; the owner keeps each column equal to its filter (Load, LoadRange,
+// then the Apply of every delta the filter accepted), and the Stack does
+// not check it.
+//
 // # What it refuses to do
 //
 // It does not resize a filter in place (RefSet rebuilds), does not delete
@@ -185,7 +198,7 @@
 // No type in this package is safe for concurrent use. A RefSet and its
 // summary belong to one owner, the pool's producer, which serialises every
 // call. Read-only methods (Contains, ContainsPrefix, LocateInto, Len,
-// MarshalBinary, Diff) and HitAll may run concurrently with each other while nothing mutates the
-// filter; a consumer that applies deltas while serving queries must guard
-// the filter itself.
+// MarshalBinary, Diff), HitAll and StackHits may run concurrently with
+// each other while nothing mutates the filter or stack; a consumer that
+// applies deltas while serving queries must guard both itself.
 package filter

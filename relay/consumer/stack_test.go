@@ -1,0 +1,191 @@
+package consumer
+
+import (
+	"fmt"
+	mrand "math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/relay/filter"
+	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// stacked returns which of the domain's lanes are stacked, in DC order.
+func stacked(c *Consumer) []bool {
+	es := c.lanes.Load().byDomain[domain]
+	if len(es) == 0 {
+		return nil
+	}
+	es[0].lane.mu.RLock()
+	defer es[0].lane.mu.RUnlock()
+	var out []bool
+	for _, e := range es {
+		out = append(out, e.lane.stacked)
+	}
+	return out
+}
+
+// waitStacked waits until the domain's lanes are stacked as want says: a
+// lane's column is loaded after its snapshot is applied, in parts.
+func waitStacked(t *testing.T, c *Consumer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := fmt.Sprint(stacked(c))
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stacked %s, want %s", got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkStack fails unless every stacked lane's column answers the blocks
+// hs, and as many random ones, as the lane's filter does, and Best agrees
+// with BestOf over Query for hs.
+func checkStack(t *testing.T, c *Consumer, hs []routing.SeqHash) {
+	t.Helper()
+	es := c.lanes.Load().byDomain[domain]
+	probes := append(append([]routing.SeqHash{}, hs...), chain(mrand.New(mrand.NewPCG(77, 7)), 2000)...)
+	es[0].lane.mu.RLock()
+	st := es[0].lane.ds.st
+	for _, e := range es {
+		l := e.lane
+		if !l.stacked {
+			continue
+		}
+		ps := make([]filter.StackProbe, len(probes))
+		for n, h := range probes {
+			st.LocateInto(&ps[n], h)
+		}
+		masks := make([]uint32, len(ps))
+		filter.StackHits(ps, masks, 1<<filter.MaxStackWidth-1)
+		for n, h := range probes {
+			if got, want := masks[n]>>l.col&1 == 1, l.f.Contains(h); got != want {
+				es[0].lane.mu.RUnlock()
+				t.Fatalf("lane %s, block %d: column %v, filter %v", l.pool.DC, n, got, want)
+			}
+		}
+	}
+	es[0].lane.mu.RUnlock()
+	now := time.Now()
+	got, _, gotOK := c.Best(domain, hs, now, flat, 0)
+	want, _, wantOK := BestOf(c.Query(nil, domain, hs, now), flat, 0)
+	if gotOK != wantOK || got.Pool != want.Pool || got.Depth != want.Depth {
+		t.Fatalf("Best %v %+v, BestOf(Query) %v %+v", gotOK, got, wantOK, want)
+	}
+}
+
+// TestStackFollowsLanes: over the publication protocol, lanes of one
+// geometry are stacked and their columns follow snapshots, deltas and a
+// resubscription after a gap; a lane whose pool grows leaves the stack,
+// and a removed lane gives up its column.
+func TestStackFollowsLanes(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(8, 1))
+	s := startServer(t, nil, nil, nil, nil)
+	c := newConsumer(t, nil)
+	req := chain(rng, 64)
+	var lanes []*Lane
+	ps := newProducers(t, s, c, &lanes, "dc-b", "dc-c", "dc-d")
+	for k, p := range ps {
+		_ = p.Apply(storeBatch(1, req[:20*(k+1)]...))
+		churn(t, p, rng, 3)
+	}
+	for k, l := range lanes {
+		waitConverged(t, l, ps[k])
+	}
+	waitStacked(t, c, "[true true true]")
+	checkStack(t, c, req)
+
+	// A gap on dc-c's stream: it resubscribes and reloads its column.
+	_, seq := ps[1].Epoch()
+	s.faults.dropSeq.Store(seq + 2)
+	churn(t, ps[1], rng, 4)
+	waitConverged(t, lanes[1], ps[1])
+	for _, p := range ps {
+		churn(t, p, rng, 2)
+	}
+	for k, l := range lanes {
+		waitConverged(t, l, ps[k])
+	}
+	if l := lanes[1].Status(time.Now()); l.Snapshots < 2 {
+		t.Fatalf("dc-c status %+v: want a second snapshot", l)
+	}
+	waitStacked(t, c, "[true true true]")
+	checkStack(t, c, req)
+
+	// dc-d's pool grows into a filter of twice the buckets.
+	if err := ps[2].Rebuild(1 << 18); err != nil {
+		t.Fatal(err)
+	}
+	churn(t, ps[2], rng, 2)
+	waitConverged(t, lanes[2], ps[2])
+	waitStacked(t, c, "[true true false]")
+	checkStack(t, c, req)
+
+	c.RemoveLane(poolIn("dc-b"))
+	if lanes[0].col != -1 || lanes[0].stacked {
+		t.Fatalf("removed lane keeps column %d (stacked %v)", lanes[0].col, lanes[0].stacked)
+	}
+	// dc-c alone has the stack's geometry now: no stack.
+	if got := fmt.Sprint(stacked(c)); got != "[false false]" {
+		t.Fatalf("stacked %s after dc-b left", got)
+	}
+	checkStack(t, c, req)
+}
+
+// newProducers registers a producer per DC on s and adds its lane to c.
+func newProducers(t *testing.T, s *server, c *Consumer, lanes *[]*Lane, dcs ...string) []*producer.Producer {
+	t.Helper()
+	var out []*producer.Producer
+	for k, dc := range dcs {
+		// 2^16 buckets: two chunks of loadColumn.
+		p := newProducer(t, poolIn(dc), 1<<17, uint64(20+k), 256)
+		s.srv.Register(p)
+		l, err := c.AddLane(poolIn(dc), s.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+		*lanes = append(*lanes, l)
+	}
+	return out
+}
+
+// TestRestackFollowsTheMajorityGeometry: the stack takes the geometry most
+// ready lanes share, and moves to another one when a snapshot makes that
+// one shared by more lanes than the stack holds.
+func TestRestackFollowsTheMajorityGeometry(t *testing.T) {
+	hs := chain(mrand.New(mrand.NewPCG(9, 1)), 64)
+	small, large := 512, 4096
+	var ls []*Lane
+	for i, capacity := range []int{small, large, small, large, small} {
+		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, capacity, hs[:10*(i+1)]), cfg: &Config{}})
+	}
+	c := consumerWith(ls...)
+	if got := fmt.Sprint(stacked(c)); got != "[true false true false true]" {
+		t.Fatalf("stacked %s, want the three small filters", got)
+	}
+	checkStack(t, c, hs)
+	// Two small lanes get large snapshots: the first makes three large
+	// filters against two stacked small ones, which moves the stack; the
+	// second then fits it.
+	for k, i := range []int{0, 2} {
+		l := ls[i]
+		l.mu.Lock()
+		l.f = filterWith(t, large, hs[:10*(i+1)])
+		load, gen := l.snapshotted()
+		l.mu.Unlock()
+		if load {
+			l.loadColumn(l.f, gen)
+		}
+		want := []string{"[true true false true false]", "[true true true true false]"}[k]
+		if got := fmt.Sprint(stacked(c)); got != want {
+			t.Fatalf("after lane %d grew: stacked %s, want %s", i, got, want)
+		}
+		checkStack(t, c, hs)
+	}
+}

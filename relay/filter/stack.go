@@ -1,0 +1,162 @@
+package filter
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// MaxStackWidth is the most filters a Stack holds: a row of 16 buckets is
+// two cache lines.
+const MaxStackWidth = 16
+
+// Stack is a read replica of up to MaxStackWidth cuckoo filters of one
+// geometry (kind, seed and bucket count), stored transposed: row i holds
+// bucket i of every member, side by side. Filters of one geometry place a
+// block in the same two buckets with the same fingerprint, so one block
+// is tested in every member by reading its two rows (StackHits), where
+// the members' own filters take two cache lines each. That is what a
+// search across remote pools at one depth needs: with 16 members a probe
+// of all of them reads 4 lines instead of 32.
+//
+// Rows hold each bucket's logical word (four 16-bit lanes, see
+// layout.go), so both cuckoo kinds stack alike. A Stack does not validate
+// what it is given: its owner keeps each column equal to its filter by
+// loading the whole filter (Load) and then every delta the filter accepts
+// (Apply). A Stack doubles the memory of the filters it mirrors.
+//
+// A Stack is not safe for concurrent use; like a Cuckoo, its read-only
+// methods may run concurrently while nothing writes it.
+type Stack struct {
+	kind  Kind
+	addr  addressing
+	width int
+	rows  []uint64 // bucket i of column k is rows[i*width+k]
+}
+
+// NewStack returns an empty stack of width columns (1..MaxStackWidth,
+// rounded up to a power of two) for filters of like's geometry.
+func NewStack(like *Cuckoo, width int) (*Stack, error) {
+	if width < 1 || width > MaxStackWidth {
+		return nil, fmt.Errorf("filter: stack width %d out of range 1..%d", width, MaxStackWidth)
+	}
+	w := 1
+	for w < width {
+		w <<= 1
+	}
+	return &Stack{kind: like.kind, addr: like.addr, width: w, rows: make([]uint64, uint64(w)*(like.addr.mask+1))}, nil
+}
+
+// Width returns the number of columns.
+func (s *Stack) Width() int { return s.width }
+
+// Fits reports whether c has the stack's geometry.
+func (s *Stack) Fits(c *Cuckoo) bool {
+	return c != nil && c.kind == s.kind && c.addr == s.addr
+}
+
+// Load copies every bucket of c, which must fit the stack, into column k.
+func (s *Stack) Load(k int, c *Cuckoo) { s.LoadRange(k, c, 0, s.addr.mask+1) }
+
+// LoadRange copies buckets [from, to) of c, which must fit the stack,
+// into column k, so that a large filter can be loaded in parts.
+func (s *Stack) LoadRange(k int, c *Cuckoo, from, to uint64) {
+	w := uint64(s.width)
+	for i := from; i < to; i++ {
+		s.rows[i*w+uint64(k)] = c.bucket(i)
+	}
+}
+
+// Clear empties column k.
+func (s *Stack) Clear(k int) {
+	for i := uint64(k); i < uint64(len(s.rows)); i += uint64(s.width) {
+		s.rows[i] = 0
+	}
+}
+
+// Apply writes the images of d, a delta that the filter of column k has
+// just accepted, into the column.
+func (s *Stack) Apply(k int, d Delta) {
+	w := uint64(s.width)
+	for _, im := range d.Images {
+		word := im.Word
+		if s.kind == KindCuckooCompact {
+			word = unpackBucket(im.Word & imageMask)
+		}
+		s.rows[uint64(im.Index)*w+uint64(k)] = word
+	}
+}
+
+// Contains reports whether h is probably present in column k, as the
+// column's filter's Contains would.
+func (s *Stack) Contains(k int, h routing.SeqHash) bool {
+	fp, i := s.addr.locate(h)
+	w := uint64(s.width)
+	if matchLanes(s.rows[i*w+uint64(k)], fp) != 0 {
+		return true
+	}
+	return matchLanes(s.rows[s.addr.alt(i, fp)*w+uint64(k)], fp) != 0
+}
+
+// StackProbe is one block's lookup in every column of a Stack, between
+// LocateInto and StackHits. It points into the stack's rows, so it is
+// valid while the stack is not written.
+type StackProbe struct {
+	rows [2][]uint64 // the block's two rows
+	fp   uint16
+	// touch holds what StackHits' read loop loaded.
+	touch uint64
+}
+
+// LocateInto sets *p to h's lookup in s.
+func (s *Stack) LocateInto(p *StackProbe, h routing.SeqHash) {
+	fp, i := s.addr.locate(h)
+	j := s.addr.alt(i, fp)
+	w := uint64(s.width)
+	p.fp = fp
+	p.rows = [2][]uint64{s.rows[i*w : i*w+w : i*w+w], s.rows[j*w : j*w+w : j*w+w]}
+}
+
+// LocateColumn sets *p to h's lookup in column k alone, a probe that
+// HitAll reads like any filter's.
+func (s *Stack) LocateColumn(p *Probe, k int, h routing.SeqHash) {
+	fp, i := s.addr.locate(h)
+	j := s.addr.alt(i, fp)
+	w := uint64(s.width)
+	*p = Probe{w: [2]*uint64{&s.rows[i*w+uint64(k)], &s.rows[j*w+uint64(k)]}, fp: fp}
+}
+
+// StackHits sets masks[n] to the columns among cols (bit k for column k)
+// in which ps[n]'s block is probably present, as each column's filter's
+// Contains would answer. Like HitAll, it reads every probe's rows before
+// it matches any, so that their cache misses are in flight together; it
+// matches only the columns asked for, which is most of its cost in cache.
+// masks must be at least as long as ps.
+func StackHits(ps []StackProbe, masks []uint32, cols uint32) {
+	for k := range ps {
+		// Load the first and last word of both rows (every line of a row
+		// of up to 16 words); the loop does nothing else, so the misses
+		// overlap.
+		p := &ps[k]
+		a, b := p.rows[0], p.rows[1]
+		p.touch = a[0] ^ a[len(a)-1] ^ b[0] ^ b[len(b)-1]
+	}
+	masks = masks[:len(ps)]
+	for k := range ps {
+		p := &ps[k]
+		a, b := p.rows[0], p.rows[1]
+		b = b[:len(a)]
+		f := uint64(p.fp) * lanesLo
+		var m uint32
+		for rest := cols; rest != 0; rest &= rest - 1 {
+			c := bits.TrailingZeros32(rest)
+			if c >= len(a) {
+				break
+			}
+			x := zeroLanes(a[c]^f) | zeroLanes(b[c]^f)
+			m |= uint32((x|-x)>>63) << c
+		}
+		masks[k] = m
+	}
+}
