@@ -47,7 +47,9 @@ func (o Objective) gain(d int, icpt float64) float64 { return float64(d)*o.Slope
 
 // BestOf returns the result of rs with the greatest gain under o, the
 // earliest of equals, if that gain exceeds bar. It defines what Best
-// answers: Best(…) is BestOf(Query(…)) computed with fewer probes.
+// answers: Best(…) is BestOf(Query(…)) computed with fewer probes. The
+// views it passes to o.Intercept point into rs, so the compiler moves a
+// results array declared on the caller's stack to the heap.
 func BestOf(rs []Result, o Objective, bar float64) (Result, float64, bool) {
 	var best Result
 	var gain float64
