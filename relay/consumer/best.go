@@ -234,7 +234,7 @@ type bestSearch struct {
 	nspread    int
 	spreadFor  [maxBestLanes]int8
 	nspreadFor int
-	// probes, rounds (reads of filter.HitAll) and fellBack are for the
+	// probes (lookups), rounds (reads of them) and fellBack are for the
 	// tests and benchmarks.
 	probes, rounds int
 	fellBack       bool
@@ -467,10 +467,18 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 	}
 	filter.StackHits(s.sps[:s.nsp], s.masks[:s.nsp], cols)
 	filter.HitAll(s.ps[:s.np], s.hits[:s.np])
+	queued, qHit := s.narrowQueued()
+	spread, sHit := s.narrowSpread()
+	s.nq, s.np, s.nsp, s.nspread, s.nspreadFor = 0, 0, 0, 0, 0
+	return qHit && sHit, bits.OnesCount32(queued | spread)
+}
+
+// narrowQueued narrows the brackets of the round's queued probes and
+// returns the set of their lanes and whether every probe hit.
+func (s *bestSearch) narrowQueued() (lanes uint32, allHit bool) {
 	allHit = true
-	var probed uint32
 	for q, j := range s.at[:s.nq] {
-		probed |= 1 << j
+		lanes |= 1 << j
 		c := &s.arr[j]
 		hit := false
 		if v := s.via[q]; v >= 0 {
@@ -484,11 +492,18 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 			c.hi, allHit = c.next-1, false
 		}
 	}
-	// The spread depths ascend: a lane's depth is below its first miss
-	// inside its bracket (a hit above a miss is a false positive).
+	return lanes, allHit
+}
+
+// narrowSpread narrows the brackets of the lanes probed by spread and
+// returns their set and whether every depth in their brackets hit. The
+// spread depths ascend: a lane's depth is below its first miss inside its
+// bracket (a hit above a miss is a false positive).
+func (s *bestSearch) narrowSpread() (lanes uint32, allHit bool) {
+	allHit = true
 	for _, j := range s.spreadFor[:s.nspreadFor] {
 		c := &s.arr[j]
-		probed |= 1 << j
+		lanes |= 1 << j
 		for _, k := range s.spread[:s.nspread] {
 			d := s.depths[k]
 			if d <= c.lo || d > c.hi {
@@ -501,8 +516,7 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 			c.lo = d
 		}
 	}
-	s.nq, s.np, s.nsp, s.nspread, s.nspreadFor = 0, 0, 0, 0, 0
-	return allHit, bits.OnesCount32(probed)
+	return lanes, allHit
 }
 
 // prune drops from the live lanes those that cannot win and returns the
