@@ -23,6 +23,7 @@ type domainStack struct {
 	st    *filter.Stack // nil until some lane of the domain is ready
 	lanes []*Lane       // the domain's lanes; lanes[k] owns column k
 	gen   uint64        // counts restacks
+	off   bool          // Config.NoStack: never build one
 }
 
 // restack rebuilds the stack of lanes (one domain's, in DC order) under
@@ -32,14 +33,14 @@ type domainStack struct {
 // filter loaded. A domain of more than filter.MaxStackWidth lanes, one
 // where no two ready lanes share a geometry, or a consumer with
 // Config.NoStack, has no stack. The caller holds the lock.
-func restack(ds *domainStack, lanes []*Lane, off bool) {
+func restack(ds *domainStack, lanes []*Lane) {
 	ds.st, ds.lanes = nil, lanes
 	ds.gen++
 	for k, l := range lanes {
 		l.col, l.stacked = k, false
 	}
 	like := commonGeometry(lanes)
-	if off || like == nil || len(lanes) > filter.MaxStackWidth || sharing(lanes, like) < 2 {
+	if ds.off || like == nil || len(lanes) > filter.MaxStackWidth || sharing(lanes, like) < 2 {
 		return
 	}
 	// The width is valid: 1 <= len(lanes) <= MaxStackWidth.
@@ -73,7 +74,7 @@ func commonGeometry(lanes []*Lane) *filter.Cuckoo {
 func sharing(lanes []*Lane, f *filter.Cuckoo) int {
 	n := 0
 	for _, l := range lanes {
-		if l.f != nil && l.f.Kind() == f.Kind() && l.f.Seed() == f.Seed() && l.f.Buckets() == f.Buckets() {
+		if l.f != nil && l.f.SameGeometry(f) {
 			n++
 		}
 	}
@@ -97,7 +98,7 @@ func (l *Lane) snapshotted() (load bool, gen uint64) {
 		return true, ds.gen
 	}
 	if n := sharing(ds.lanes, l.f); n > 1 && n > stackedCount(ds.lanes) {
-		restack(ds, ds.lanes, l.cfg.NoStack)
+		restack(ds, ds.lanes)
 	}
 	return false, 0
 }
@@ -168,5 +169,6 @@ func (c *Consumer) restackDomain(old []*laneEntry, d producer.Domain) {
 	for k, e := range es {
 		lanes[k] = e.lane
 	}
-	restack(l0.ds, lanes, c.cfg.NoStack)
+	l0.ds.off = c.cfg.NoStack
+	restack(l0.ds, lanes)
 }

@@ -163,7 +163,7 @@ func TestRestackFollowsTheMajorityGeometry(t *testing.T) {
 	small, large := 512, 4096
 	var ls []*Lane
 	for i, capacity := range []int{small, large, small, large, small} {
-		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, capacity, hs[:10*(i+1)]), cfg: &Config{}})
+		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, capacity, hs[:10*(i+1)])})
 	}
 	c := consumerWith(ls...)
 	if got := fmt.Sprint(stacked(c)); got != "[true false true false true]" {

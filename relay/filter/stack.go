@@ -56,6 +56,13 @@ func (s *Stack) Fits(c *Cuckoo) bool {
 	return c != nil && c.kind == s.kind && c.addr == s.addr
 }
 
+// SameGeometry reports whether c and o have one kind, seed and bucket
+// count, so that a Stack holds both and a delta of one applies to the
+// other.
+func (c *Cuckoo) SameGeometry(o *Cuckoo) bool {
+	return c.kind == o.kind && c.addr == o.addr
+}
+
 // Load copies every bucket of c, which must fit the stack, into column k.
 func (s *Stack) Load(k int, c *Cuckoo) { s.LoadRange(k, c, 0, s.addr.mask+1) }
 
@@ -65,13 +72,6 @@ func (s *Stack) LoadRange(k int, c *Cuckoo, from, to uint64) {
 	w := uint64(s.width)
 	for i := from; i < to; i++ {
 		s.rows[i*w+uint64(k)] = c.bucket(i)
-	}
-}
-
-// Clear empties column k.
-func (s *Stack) Clear(k int) {
-	for i := uint64(k); i < uint64(len(s.rows)); i += uint64(s.width) {
-		s.rows[i] = 0
 	}
 }
 
@@ -116,15 +116,6 @@ func (s *Stack) LocateInto(p *StackProbe, h routing.SeqHash) {
 	w := uint64(s.width)
 	p.fp = fp
 	p.rows = [2][]uint64{s.rows[i*w : i*w+w : i*w+w], s.rows[j*w : j*w+w : j*w+w]}
-}
-
-// LocateColumn sets *p to h's lookup in column k alone, a probe that
-// HitAll reads like any filter's.
-func (s *Stack) LocateColumn(p *Probe, k int, h routing.SeqHash) {
-	fp, i := s.addr.locate(h)
-	j := s.addr.alt(i, fp)
-	w := uint64(s.width)
-	*p = Probe{w: [2]*uint64{&s.rows[i*w+uint64(k)], &s.rows[j*w+uint64(k)]}, fp: fp}
 }
 
 // StackHits sets masks[n] to the columns among cols (bit k for column k)
