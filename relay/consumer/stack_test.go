@@ -62,7 +62,7 @@ func checkStack(t *testing.T, c *Consumer, hs []routing.SeqHash) {
 			st.LocateInto(&ps[n], h)
 		}
 		masks := make([]uint32, len(ps))
-		filter.StackHits(ps, masks, 1<<filter.MaxStackWidth-1)
+		st.Hits(ps, masks, 1<<filter.MaxStackWidth-1)
 		for n, h := range probes {
 			if got, want := masks[n]>>l.col&1 == 1, l.f.Contains(h); got != want {
 				es[0].lane.mu.RUnlock()

@@ -15,7 +15,7 @@ const MaxStackWidth = 16
 // geometry (kind, seed and bucket count), stored transposed: row i holds
 // bucket i of every member, side by side. Filters of one geometry place a
 // block in the same two buckets with the same fingerprint, so one block
-// is tested in every member by reading its two rows (StackHits), where
+// is tested in every member by reading its two rows (Hits), where
 // the members' own filters take two cache lines each. That is what a
 // search across remote pools at one depth needs: with 16 members a probe
 // of all of them reads 4 lines instead of 32.
@@ -100,12 +100,12 @@ func (s *Stack) Contains(k int, h routing.SeqHash) bool {
 }
 
 // StackProbe is one block's lookup in every column of a Stack, between
-// LocateInto and StackHits. It points into the stack's rows, so it is
-// valid while the stack is not written.
+// LocateInto and Hits: where its two rows start, and its fingerprint. It
+// holds no pointer, so writing one costs no write barrier.
 type StackProbe struct {
-	rows [2][]uint64 // the block's two rows
+	rows [2]uint64 // the index in Stack.rows of the block's two rows
 	fp   uint16
-	// touch holds what StackHits' read loop loaded.
+	// touch holds what Hits' read loop loaded.
 	touch uint64
 }
 
@@ -115,39 +115,74 @@ func (s *Stack) LocateInto(p *StackProbe, h routing.SeqHash) {
 	j := s.addr.alt(i, fp)
 	w := uint64(s.width)
 	p.fp = fp
-	p.rows = [2][]uint64{s.rows[i*w : i*w+w : i*w+w], s.rows[j*w : j*w+w : j*w+w]}
+	p.rows = [2]uint64{i * w, j * w}
 }
 
-// StackHits sets masks[n] to the columns among cols (bit k for column k)
-// in which ps[n]'s block is probably present, as each column's filter's
-// Contains would answer. Like HitAll, it reads every probe's rows before
-// it matches any, so that their cache misses are in flight together; it
-// matches only the columns asked for, which is most of its cost in cache.
+// Hits sets masks[n] to the columns among cols (bit k for column k) in
+// which ps[n]'s block is probably present, as each column's filter's
+// Contains would answer; the probes must have been located in s since it
+// was last written. Like HitAll, it reads every probe's rows before it
+// matches any, so that their cache misses are in flight together, and it
+// reads only the lines of a row (8 columns each) that hold a column asked
+// for: a search's later rounds ask for a few lanes, often of one line.
 // masks must be at least as long as ps.
-func StackHits(ps []StackProbe, masks []uint32, cols uint32) {
-	for k := range ps {
-		// Load the first and last word of both rows (every line of a row
-		// of up to 16 words); the loop does nothing else, so the misses
-		// overlap.
-		p := &ps[k]
-		a, b := p.rows[0], p.rows[1]
-		p.touch = a[0] ^ a[len(a)-1] ^ b[0] ^ b[len(b)-1]
+func (s *Stack) Hits(ps []StackProbe, masks []uint32, cols uint32) {
+	if len(ps) == 0 {
+		return
 	}
 	masks = masks[:len(ps)]
+	w := uint64(s.width)
+	if haveRowMatch && w >= 4 {
+		// The assembly trusts the probes' rows: check them here.
+		var last uint64
+		for k := range ps {
+			last = max(last, ps[k].rows[0], ps[k].rows[1])
+		}
+		if last+w > uint64(len(s.rows)) {
+			panic("filter: stack probe out of range")
+		}
+		hitsAVX2(&s.rows[0], &ps[0], len(ps), int(w/4), &masks[0], cols)
+		return
+	}
+	s.hitsWords(ps, masks, cols)
+}
+
+// hitsWords is Hits a word at a time, for every machine; len(masks) ==
+// len(ps).
+func (s *Stack) hitsWords(ps []StackProbe, masks []uint32, cols uint32) {
+	w := uint64(s.width)
+	for k := range ps {
+		// Load a word of both rows from each line (8 columns) that holds
+		// a column asked for; the loop does nothing else, so the misses
+		// overlap.
+		p := &ps[k]
+		a, b := s.rows[p.rows[0]:p.rows[0]+w], s.rows[p.rows[1]:p.rows[1]+w]
+		p.touch = 0
+		for x := uint64(0); x < w; x += 8 {
+			if cols>>x&0xff != 0 {
+				p.touch ^= a[x] ^ b[x]
+			}
+		}
+	}
 	for k := range ps {
 		p := &ps[k]
-		a, b := p.rows[0], p.rows[1]
-		b = b[:len(a)]
-		f := uint64(p.fp) * lanesLo
-		var m uint32
-		for rest := cols; rest != 0; rest &= rest - 1 {
-			c := bits.TrailingZeros32(rest)
-			if c >= len(a) {
-				break
-			}
-			x := zeroLanes(a[c]^f) | zeroLanes(b[c]^f)
-			m |= uint32((x|-x)>>63) << c
-		}
-		masks[k] = m
+		masks[k] = matchRowsWords(s.rows[p.rows[0]:p.rows[0]+w], s.rows[p.rows[1]:p.rows[1]+w], p.fp, cols)
 	}
+}
+
+// matchRowsWords returns the columns among cols in which a lane of row a
+// or b (of one width) is fp.
+func matchRowsWords(a, b []uint64, fp uint16, cols uint32) uint32 {
+	b = b[:len(a)]
+	f := uint64(fp) * lanesLo
+	var m uint32
+	for rest := cols; rest != 0; rest &= rest - 1 {
+		c := bits.TrailingZeros32(rest)
+		if c >= len(a) {
+			break
+		}
+		x := zeroLanes(a[c]^f) | zeroLanes(b[c]^f)
+		m |= uint32((x|-x)>>63) << c
+	}
+	return m
 }

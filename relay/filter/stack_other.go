@@ -1,0 +1,11 @@
+//go:build !amd64 || purego
+
+package filter
+
+// haveRowMatch is false: rows are matched a word at a time.
+const haveRowMatch = false
+
+// hitsAVX2 is not used without AVX2.
+func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32, cols uint32) {
+	panic("filter: hitsAVX2 without AVX2")
+}
