@@ -465,17 +465,9 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 	s.lookups()
 	s.probes += s.np + s.nsp
 	s.rounds++
-	var cols uint32
-	for q, j := range s.at[:s.nq] {
-		if s.via[q] < 0 {
-			cols |= 1 << s.arr[j].col
-		}
-	}
-	for _, j := range s.spreadFor[:s.nspreadFor] {
-		cols |= 1 << s.arr[j].col
-	}
 	if s.nsp > 0 {
-		s.st.Hits(s.sps[:s.nsp], s.masks[:s.nsp], cols)
+		s.askColumns()
+		s.st.Hits(s.sps[:s.nsp], s.masks[:s.nsp])
 	}
 	filter.HitAll(s.ps[:s.np], s.hits[:s.np])
 	queued, qHit := s.narrowQueued()
@@ -483,6 +475,56 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 	s.nq, s.np, s.nsp, s.nspread, s.nspreadFor = 0, 0, 0, 0, 0
 	return qHit && sHit, bits.OnesCount32(queued | spread)
 }
+
+// askColumns sets masks[x] to the columns stack lookup x is to test: the
+// lanes whose queued probe it serves, and the spread lanes whose bracket
+// holds its depth, so that filter.Stack.Hits reads only the lines of the
+// rows that hold those (a line is 8 columns). In the later rounds of a
+// search whose lanes need different depths, each depth is in about one
+// lane's bracket; asking for only that lane made them about a sixth
+// faster at the median. A round of more than askLanes spread lanes (the
+// first) asks every lookup for all of them instead, which reads no more
+// lines, since each line of a row holds some of them, and saves the
+// pairing of lanes with depths.
+func (s *bestSearch) askColumns() {
+	var all uint32
+	for q, j := range s.at[:s.nq] {
+		if s.via[q] < 0 {
+			all |= 1 << s.arr[j].col
+		}
+	}
+	for _, j := range s.spreadFor[:s.nspreadFor] {
+		all |= 1 << s.arr[j].col
+	}
+	if s.nspreadFor > askLanes {
+		for x := range s.masks[:s.nsp] {
+			s.masks[x] = all
+		}
+		return
+	}
+	for x := range s.masks[:s.nsp] {
+		s.masks[x] = 0
+	}
+	for q, j := range s.at[:s.nq] {
+		if v := s.via[q]; v < 0 {
+			s.masks[-v-1] |= 1 << s.arr[j].col
+		}
+	}
+	for _, j := range s.spreadFor[:s.nspreadFor] {
+		c := &s.arr[j]
+		for _, x := range s.spread[:s.nspread] {
+			if d := s.depths[x]; d > c.hi {
+				break
+			} else if d > c.lo {
+				s.masks[x] |= 1 << c.col
+			}
+		}
+	}
+}
+
+// askLanes is the most spread lanes for which askColumns asks each
+// lookup for only the lanes it serves.
+const askLanes = 4
 
 // narrowQueued narrows the brackets of the round's queued probes and
 // returns the set of their lanes and whether every probe hit.

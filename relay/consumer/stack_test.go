@@ -62,7 +62,10 @@ func checkStack(t *testing.T, c *Consumer, hs []routing.SeqHash) {
 			st.LocateInto(&ps[n], h)
 		}
 		masks := make([]uint32, len(ps))
-		st.Hits(ps, masks, 1<<filter.MaxStackWidth-1)
+		for n := range masks {
+			masks[n] = 1 << l.col
+		}
+		st.Hits(ps, masks)
 		for n, h := range probes {
 			if got, want := masks[n]>>l.col&1 == 1, l.f.Contains(h); got != want {
 				es[0].lane.mu.RUnlock()

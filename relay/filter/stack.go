@@ -118,15 +118,17 @@ func (s *Stack) LocateInto(p *StackProbe, h routing.SeqHash) {
 	p.rows = [2]uint64{i * w, j * w}
 }
 
-// Hits sets masks[n] to the columns among cols (bit k for column k) in
-// which ps[n]'s block is probably present, as each column's filter's
-// Contains would answer; the probes must have been located in s since it
-// was last written. Like HitAll, it reads every probe's rows before it
-// matches any, so that their cache misses are in flight together, and it
-// reads only the lines of a row (8 columns each) that hold a column asked
-// for: a search's later rounds ask for a few lanes, often of one line.
-// masks must be at least as long as ps.
-func (s *Stack) Hits(ps []StackProbe, masks []uint32, cols uint32) {
+// Hits tests each probe's block in the columns masks holds for it: on
+// entry masks[n] is the set of columns asked of ps[n] (bit k for column
+// k), on return the columns among those in which the block is probably
+// present, as each column's filter's Contains would answer. The probes
+// must have been located in s since it was last written. Like HitAll, it
+// reads every probe's rows before it matches any, so that their cache
+// misses are in flight together, and it reads only the lines of a row (8
+// columns each) that hold a column asked for: a search's later rounds ask
+// a few lanes at each depth, often of one line. masks must be at least as
+// long as ps.
+func (s *Stack) Hits(ps []StackProbe, masks []uint32) {
 	if len(ps) == 0 {
 		return
 	}
@@ -141,15 +143,15 @@ func (s *Stack) Hits(ps []StackProbe, masks []uint32, cols uint32) {
 		if last+w > uint64(len(s.rows)) {
 			panic("filter: stack probe out of range")
 		}
-		hitsAVX2(&s.rows[0], &ps[0], len(ps), int(w/4), &masks[0], cols)
+		hitsAVX2(&s.rows[0], &ps[0], len(ps), int(w/4), &masks[0])
 		return
 	}
-	s.hitsWords(ps, masks, cols)
+	s.hitsWords(ps, masks)
 }
 
 // hitsWords is Hits a word at a time, for every machine; len(masks) ==
 // len(ps).
-func (s *Stack) hitsWords(ps []StackProbe, masks []uint32, cols uint32) {
+func (s *Stack) hitsWords(ps []StackProbe, masks []uint32) {
 	w := uint64(s.width)
 	for k := range ps {
 		// Load a word of both rows from each line (8 columns) that holds
@@ -159,14 +161,14 @@ func (s *Stack) hitsWords(ps []StackProbe, masks []uint32, cols uint32) {
 		a, b := s.rows[p.rows[0]:p.rows[0]+w], s.rows[p.rows[1]:p.rows[1]+w]
 		p.touch = 0
 		for x := uint64(0); x < w; x += 8 {
-			if cols>>x&0xff != 0 {
+			if masks[k]>>x&0xff != 0 {
 				p.touch ^= a[x] ^ b[x]
 			}
 		}
 	}
 	for k := range ps {
 		p := &ps[k]
-		masks[k] = matchRowsWords(s.rows[p.rows[0]:p.rows[0]+w], s.rows[p.rows[1]:p.rows[1]+w], p.fp, cols)
+		masks[k] = matchRowsWords(s.rows[p.rows[0]:p.rows[0]+w], s.rows[p.rows[1]:p.rows[1]+w], p.fp, masks[k])
 	}
 }
 

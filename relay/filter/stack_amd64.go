@@ -20,7 +20,7 @@ var haveRowMatch = cpu.X86.HasAVX2
 // rows; Hits checks that.
 //
 //go:noescape
-func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32, cols uint32)
+func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32)
 
 // The assembly reads a StackProbe's fields at fixed offsets.
 var _ = [1]struct{}{}[unsafe.Sizeof(StackProbe{})-32]

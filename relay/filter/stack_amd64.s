@@ -2,17 +2,17 @@
 
 #include "textflag.h"
 
-// func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32, cols uint32)
+// func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32)
 //
 // A StackProbe is 32 bytes: the word index of its two rows at 0 and 8,
-// its fingerprint at 16.
-TEXT ·hitsAVX2(SB), NOSPLIT, $0-44
+// its fingerprint at 16. masks[k] holds the columns asked of probe k on
+// entry, those of them that hold its fingerprint on return.
+TEXT ·hitsAVX2(SB), NOSPLIT, $0-40
 	MOVQ rows+0(FP), R8
 	MOVQ ps+8(FP), SI
 	MOVQ n+16(FP), R9
 	MOVQ chunks+24(FP), R10
 	MOVQ masks+32(FP), DI
-	MOVL cols+40(FP), R11
 	TESTQ R9, R9
 	JZ   done
 
@@ -20,9 +20,11 @@ TEXT ·hitsAVX2(SB), NOSPLIT, $0-44
 	// asked for (a line is 8 columns), so that their misses are in flight
 	// together.
 	MOVQ SI, R12
+	MOVQ DI, R15
 	MOVQ R9, R13
 
 prefetch:
+	MOVL       (R15), R11 // the columns asked
 	MOVQ       0(R12), AX
 	LEAQ       (R8)(AX*8), AX
 	MOVQ       8(R12), BX
@@ -46,6 +48,7 @@ secondline:
 
 prefetched:
 	ADDQ $32, R12
+	ADDQ $4, R15
 	DECQ R13
 	JNZ  prefetch
 
@@ -59,6 +62,7 @@ probe:
 	MOVWLZX      16(SI), DX
 	MOVQ         DX, X0
 	VPBROADCASTW X0, Y0         // the fingerprint in every 16-bit lane
+	MOVL         (DI), R11      // the columns asked
 	XORL         R14, R14       // the probe's mask
 	XORL         CX, CX         // the column of this chunk's first word
 	MOVQ         R10, R13

@@ -6,6 +6,6 @@ package filter
 const haveRowMatch = false
 
 // hitsAVX2 is not used without AVX2.
-func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32, cols uint32) {
+func hitsAVX2(rows *uint64, ps *StackProbe, n int, chunks int, masks *uint32) {
 	panic("filter: hitsAVX2 without AVX2")
 }

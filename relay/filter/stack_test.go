@@ -80,14 +80,24 @@ func testStackIsContains(t *testing.T, kind Kind, members int) {
 		s.LocateInto(&ps[n], h)
 	}
 	masks := make([]uint32, len(ps))
-	s.Hits(ps, masks, 1<<MaxStackWidth-1)
+	for n := range masks {
+		masks[n] = 1<<MaxStackWidth - 1
+	}
+	s.Hits(ps, masks)
 	// Some columns only, by both paths: of both lines of a row (8
-	// columns each), of the second only, of the first only.
-	for _, cols := range []uint32{0xaaaa, 0x0f00, 0x0081, 0x0001} {
+	// columns each), of the second only, of the first only, and a
+	// different set for each probe.
+	sets := []uint32{0xaaaa, 0x0f00, 0x0081, 0x0001}
+	for i := range sets {
 		some, words := make([]uint32, len(ps)), make([]uint32, len(ps))
-		s.Hits(ps, some, cols)
-		s.hitsWords(ps, words, cols)
 		for n := range ps {
+			some[n] = sets[(i+n)%len(sets)]
+			words[n] = some[n]
+		}
+		s.Hits(ps, some)
+		s.hitsWords(ps, words)
+		for n := range ps {
+			cols := sets[(i+n)%len(sets)]
 			if some[n] != masks[n]&cols || words[n] != some[n] {
 				t.Fatalf("block %d: Hits over columns %#x: %#x, portable %#x, all columns %#x", n, cols, some[n], words[n], masks[n])
 			}
@@ -187,7 +197,7 @@ func BenchmarkStackHits(b *testing.B) {
 	hs := randomHashes(newRand(9), 1<<16)
 	paths := []struct {
 		name string
-		hits func(ps []StackProbe, masks []uint32, cols uint32)
+		hits func(ps []StackProbe, masks []uint32)
 	}{{"hits", s.Hits}, {"portable", s.hitsWords}}
 	for _, path := range paths {
 		for _, hot := range []bool{true, false} {
@@ -207,7 +217,10 @@ func BenchmarkStackHits(b *testing.B) {
 						if !hot {
 							next += n
 						}
-						path.hits(ps, masks, 1<<MaxStackWidth-1)
+						for q := range masks {
+							masks[q] = 1<<MaxStackWidth - 1
+						}
+						path.hits(ps, masks)
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/probe")
 				})
