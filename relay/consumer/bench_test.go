@@ -147,7 +147,9 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 // DC is a round trip further off (spread: 3.2 ms per block, 10 ms more
 // per lane, as the gateway's policy computes it), through the domain's
 // stack and (no-stack) without it. It also reports the lookups per query
-// (a stack lookup tests every stacked lane at one depth).
+// (a stack lookup tests every stacked lane at one depth) and the rounds
+// (reads of lookups issued together; the verification after the last is
+// not counted).
 func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 	spread := Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
 		return -10 * float64(v.Pool.DC[0]-'a'), true
@@ -159,6 +161,10 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 				s, _, _ := search(c, hs, o, 0)
 				return s.probes
 			})
+			rounds := meanProbes(reqs, func(hs []routing.SeqHash) int {
+				s, _, _ := search(c, hs, o, 0)
+				return s.rounds
+			})
 			now := benchNow
 			reportLatencies(b, timeEach(b, reqs, func(hs []routing.SeqHash) {
 				if _, _, ok := c.Best(domain, hs, now, o, 0); !ok && depth != nil && depth(0, 0) > 0 {
@@ -166,6 +172,7 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 				}
 			}))
 			b.ReportMetric(probes, "probes/query")
+			b.ReportMetric(rounds, "rounds/query")
 		})
 	}
 	for _, bc := range queryCases {

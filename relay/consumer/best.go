@@ -481,8 +481,8 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 // holds its depth, so that filter.Stack.Hits reads only the lines of the
 // rows that hold those (a line is 8 columns). In the later rounds of a
 // search whose lanes need different depths, each depth is in about one
-// lane's bracket; asking for only that lane made them about a sixth
-// faster at the median. A round of more than askLanes spread lanes (the
+// lane's bracket; asking for only that lane made those searches faster
+// at the median. A round of more than askLanes spread lanes (the
 // first) asks every lookup for all of them instead, which reads no more
 // lines, since each line of a row holds some of them, and saves the
 // pairing of lanes with depths.

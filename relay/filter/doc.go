@@ -192,8 +192,8 @@
 // prefetched first. The portable loop takes a dozen operations per word
 // and a call per probe, which in a profile of the consumer's search was
 // the largest part of a stack lookup. With the kernel a probe costs about
-// a quarter of the loop's in cache and 60% out of it (BenchmarkStackHits
-// runs both). Go has no portable vector operations outside an experiment,
+// a third of the loop's in cache and two thirds out of it
+// (BenchmarkStackHits runs both). Go has no portable vector operations outside an experiment,
 // so the kernel is hand-written; the purego build tag, or a machine
 // without AVX2, selects the portable loop, and the tests check one
 // against the other.
