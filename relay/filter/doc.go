@@ -194,9 +194,9 @@
 // the largest part of a stack lookup. With the kernel a probe costs about
 // a third of the loop's in cache and two thirds out of it
 // (BenchmarkStackHits runs both). Go has no portable vector operations outside an experiment,
-// so the kernel is hand-written; the purego build tag, or a machine
-// without AVX2, selects the portable loop, and the tests check one
-// against the other.
+// so the kernel is hand-written; the purego build tag, a race build (the
+// race detector cannot see reads in assembly) or a machine without AVX2
+// selects the portable loop, and the tests check one against the other.
 //
 // # What it refuses to do
 //

@@ -1,8 +1,10 @@
-//go:build !amd64 || purego
+//go:build !amd64 || purego || race
 
 package filter
 
-// haveRowMatch is false: rows are matched a word at a time.
+// haveRowMatch is false: rows are matched a word at a time. Race builds
+// take this path too, so that the race detector sees every read of the
+// rows, which it cannot in assembly.
 const haveRowMatch = false
 
 // hitsAVX2 is not used without AVX2.
