@@ -25,11 +25,14 @@ const benchLanes = 16
 // the filters of relays with the default summary settings do, so Best
 // reads them through the domain's stack.
 func benchConsumer(b testing.TB, requests int, depth func(r, i int) int) (*Consumer, [][]routing.SeqHash) {
-	return benchConsumerOf(b, requests, depth, false)
+	return benchConsumerOf(b, requests, depth, false, 0)
 }
 
-// benchConsumerOf is benchConsumer, without the stack if noStack.
-func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noStack bool) (*Consumer, [][]routing.SeqHash) {
+// benchConsumerOf is benchConsumer, without the stack if noStack, and
+// with the last grown lanes' filters sized for 2M blocks (2^20 buckets,
+// as a pool's summary that outgrew the default is rebuilt), so that they
+// are not stacked with the others.
+func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noStack bool, grown int) (*Consumer, [][]routing.SeqHash) {
 	b.Helper()
 	if depth == nil {
 		depth = mixedDepths
@@ -41,7 +44,11 @@ func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noSta
 	}
 	set := &laneSet{byDomain: map[producer.Domain][]*laneEntry{}}
 	for i := range benchLanes {
-		f, err := filter.NewCuckoo(filter.Config{Capacity: 1 << 20}, rand.New(rand.NewPCG(uint64(i), 1)))
+		capacity := 1 << 20
+		if i >= benchLanes-grown {
+			capacity = 1 << 21
+		}
+		f, err := filter.NewCuckoo(filter.Config{Capacity: capacity}, rand.New(rand.NewPCG(uint64(i), 1)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -146,7 +153,8 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 // most from when lanes differ only by depth (flat), and when each lane's
 // DC is a round trip further off (spread: 3.2 ms per block, 10 ms more
 // per lane, as the gateway's policy computes it), through the domain's
-// stack and (no-stack) without it. It also reports the lookups per query
+// stack and (no-stack) without it, and with four lanes of a larger
+// filter the stack does not hold (four-grown). It also reports the lookups per query
 // (a stack lookup tests every stacked lane at one depth) and the rounds
 // (reads of lookups issued together; the verification after the last is
 // not counted).
@@ -154,9 +162,9 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 	spread := Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
 		return -10 * float64(v.Pool.DC[0]-'a'), true
 	}}
-	run := func(name string, requests int, depth func(r, i int) int, o Objective, noStack bool) {
+	run := func(name string, requests int, depth func(r, i int) int, o Objective, noStack bool, grown int) {
 		b.Run(name, func(b *testing.B) {
-			c, reqs := benchConsumerOf(b, requests, depth, noStack)
+			c, reqs := benchConsumerOf(b, requests, depth, noStack, grown)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) int {
 				s, _, _ := search(c, hs, o, 0)
 				return s.probes
@@ -176,15 +184,18 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 		})
 	}
 	for _, bc := range queryCases {
-		run(bc.name, bc.requests, bc.depth, flat, false)
+		run(bc.name, bc.requests, bc.depth, flat, false, 0)
 	}
-	run("mixed-depths/4096-requests/spread", 4096, nil, spread, false)
+	run("mixed-depths/4096-requests/spread", 4096, nil, spread, false, 0)
+	// Four lanes whose pools outgrew the default summary size: the stack
+	// holds the other twelve.
+	run("mixed-depths/4096-requests/four-grown", 4096, nil, flat, false, 4)
 	// The same lanes searched through their own filters only (as lanes
 	// of different geometries are).
 	for _, bc := range queryCases {
-		run(bc.name+"/no-stack", bc.requests, bc.depth, flat, true)
+		run(bc.name+"/no-stack", bc.requests, bc.depth, flat, true, 0)
 	}
-	run("mixed-depths/4096-requests/spread/no-stack", 4096, nil, spread, true)
+	run("mixed-depths/4096-requests/spread/no-stack", 4096, nil, spread, true, 0)
 }
 
 // meanProbes is the mean of probes over the first 256 requests.

@@ -55,9 +55,9 @@
 // the default size); Config.NoStack turns it off. Lanes of another
 // geometry (a pool that grew, another kind) are searched in their own
 // filters, in the same rounds; the stack follows the geometry most ready
-// lanes share, and a domain where no two share one has none. Query and
-// the verification of a lane that is not stacked read the lanes' own
-// filters.
+// lanes share, and a domain where no two share one has none, nor has
+// the session summary's domain, which only Query reads. Query and the
+// verification of a lane that is not stacked read the lanes' own filters.
 //
 // # How staleness is measured
 //

@@ -32,7 +32,8 @@ type domainStack struct {
 // lane, the geometry the most ready lanes share, every fitting lane's
 // filter loaded. A domain of more than filter.MaxStackWidth lanes, one
 // where no two ready lanes share a geometry, or a consumer with
-// Config.NoStack, has no stack. The caller holds the lock.
+// Config.NoStack, has no stack, nor has the session summary's domain. The
+// caller holds the lock.
 func restack(ds *domainStack, lanes []*Lane) {
 	ds.st, ds.lanes = nil, lanes
 	ds.gen++
@@ -169,6 +170,9 @@ func (c *Consumer) restackDomain(old []*laneEntry, d producer.Domain) {
 	for k, e := range es {
 		lanes[k] = e.lane
 	}
-	l0.ds.off = c.cfg.NoStack
+	// The session summary's lanes are only asked for every lane's answer
+	// (Query), which reads their own filters: a stack would be memory and
+	// load time for nothing.
+	l0.ds.off = c.cfg.NoStack || d == producer.SessionDomain
 	restack(l0.ds, lanes)
 }

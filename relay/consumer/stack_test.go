@@ -192,3 +192,26 @@ func TestRestackFollowsTheMajorityGeometry(t *testing.T) {
 		checkStack(t, c, hs)
 	}
 }
+
+// TestNoStackForSessionSummaries: lanes of the session summary's domain,
+// which only Query reads, get no stack, though they share a geometry;
+// block lanes beside them do.
+func TestNoStackForSessionSummaries(t *testing.T) {
+	hs := chain(mrand.New(mrand.NewPCG(9, 2)), 8)
+	var ls []*Lane
+	for i := range 3 {
+		dc := fmt.Sprintf("dc-%02d", i)
+		ls = append(ls,
+			&Lane{pool: producer.SessionPool(dc), f: filterWith(t, 512, hs[:i+1])},
+			&Lane{pool: poolIn(dc), f: filterWith(t, 512, hs[:i+1])})
+	}
+	c := consumerWith(ls...)
+	for _, l := range ls {
+		if want := l.pool.Domain != producer.SessionDomain; l.stacked != want {
+			t.Errorf("lane %v: stacked %v, want %v", l.pool, l.stacked, want)
+		}
+	}
+	if got := c.Query(nil, producer.SessionDomain, hs[2:3], time.Unix(0, 0)); len(got) != 3 || got[2].Depth != 1 || got[0].Depth != 0 {
+		t.Fatalf("session query %+v, want dc-02 alone to hold the key", got)
+	}
+}
