@@ -110,9 +110,13 @@
 // snapshot is copied into the column after it is installed, 32,768
 // buckets per hold of the lock (about half a millisecond; a whole default
 // filter takes about 7 ms, BenchmarkStackLoad), and the lane is searched
-// in its own filter until the copy is whole. Adding or removing a lane
-// rebuilds the domain's stack under the lock, one such copy per ready
-// lane.
+// in its own filter until the copy is whole. A lane that joins the
+// domain takes a free column of its stack (its filter comes later, by a
+// snapshot), and one that leaves frees its column: neither copies the
+// other lanes' filters. Only a lane that finds no free column (the width
+// is a power of two), a domain's first stack, a geometry that more lanes
+// now share, or a stack that fewer than two lanes fit, rebuilds the
+// stack under the lock, one such copy per ready lane.
 //
 // # What it refuses to do
 //

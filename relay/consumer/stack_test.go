@@ -3,6 +3,8 @@ package consumer
 import (
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +215,87 @@ func TestNoStackForSessionSummaries(t *testing.T) {
 	}
 	if got := c.Query(nil, producer.SessionDomain, hs[2:3], time.Unix(0, 0)); len(got) != 3 || got[2].Depth != 1 || got[0].Depth != 0 {
 		t.Fatalf("session query %+v, want dc-02 alone to hold the key", got)
+	}
+}
+
+// TestLanesJoinAndLeaveWithoutRestack: a lane that joins a domain whose
+// stack has a free column takes it, and one that leaves frees its own,
+// without rebuilding the stack (its generation stays) or moving the other
+// lanes' columns; a lane that finds no free column rebuilds it wider, and
+// a stack that fewer than two lanes fit is dropped.
+func TestLanesJoinAndLeaveWithoutRestack(t *testing.T) {
+	hs := chain(mrand.New(mrand.NewPCG(9, 3)), 40)
+	lane := func(dc string, depth int) *Lane {
+		return &Lane{pool: poolIn(dc), f: filterWith(t, 512, hs[:depth])}
+	}
+	add := func(c *Consumer, l *Lane) {
+		old := c.lanes.Load()
+		c.lanes.Store(old.with(&laneEntry{lane: l}))
+		c.restackDomain(old.byDomain[domain], domain)
+	}
+	remove := func(c *Consumer, dc string) {
+		old := c.lanes.Load()
+		next := &laneSet{byDomain: maps(old.byDomain)}
+		next.byDomain[domain] = slices.DeleteFunc(slices.Clone(old.byDomain[domain]), func(e *laneEntry) bool { return e.lane.pool.DC == dc })
+		c.lanes.Store(next)
+		c.restackDomain(old.byDomain[domain], domain)
+	}
+	cols := func(c *Consumer) string {
+		var out []string
+		for _, e := range c.lanes.Load().byDomain[domain] {
+			out = append(out, fmt.Sprintf("%s:%d", e.lane.pool.DC, e.lane.col))
+		}
+		return strings.Join(out, " ")
+	}
+	a, b, d := lane("dc-a", 10), lane("dc-b", 20), lane("dc-d", 30)
+	c := consumerWith(a, b, d)
+	ds := a.ds
+	gen := ds.gen
+	if ds.st == nil || ds.st.Width() != 4 || cols(c) != "dc-a:0 dc-b:1 dc-d:2" {
+		t.Fatalf("stack %v, columns %s", ds.st, cols(c))
+	}
+	// A lane with no filter yet (as AddLane makes them) and then its
+	// snapshot.
+	cl := &Lane{pool: poolIn("dc-c")}
+	add(c, cl)
+	if ds.gen != gen || cols(c) != "dc-a:0 dc-b:1 dc-c:3 dc-d:2" {
+		t.Fatalf("after dc-c joined: generation %d (was %d), columns %s", ds.gen, gen, cols(c))
+	}
+	cl.mu.Lock()
+	cl.f = filterWith(t, 512, hs[:35])
+	load, g := cl.snapshotted()
+	cl.mu.Unlock()
+	if !load {
+		t.Fatal("dc-c's snapshot fits the stack but is not to be loaded")
+	}
+	cl.loadColumn(cl.f, g)
+	if got := fmt.Sprint(stacked(c)); got != "[true true true true]" {
+		t.Fatalf("stacked %s", got)
+	}
+	checkStack(t, c, hs)
+	// A fifth lane finds no free column: the stack is rebuilt wider, in DC
+	// order.
+	add(c, lane("dc-e", 5))
+	if ds.gen != gen+1 || ds.st.Width() != 8 || cols(c) != "dc-a:0 dc-b:1 dc-c:2 dc-d:3 dc-e:4" {
+		t.Fatalf("after dc-e joined: generation %d, width %d, columns %s", ds.gen, ds.st.Width(), cols(c))
+	}
+	checkStack(t, c, hs)
+	gen = ds.gen
+	remove(c, "dc-b")
+	if ds.gen != gen || cols(c) != "dc-a:0 dc-c:2 dc-d:3 dc-e:4" || b.col != -1 || b.stacked {
+		t.Fatalf("after dc-b left: generation %d (was %d), columns %s, dc-b at %d", ds.gen, gen, cols(c), b.col)
+	}
+	checkStack(t, c, hs)
+	// A lane joining takes the freed column.
+	add(c, lane("dc-f", 12))
+	if ds.gen != gen || cols(c) != "dc-a:0 dc-c:2 dc-d:3 dc-e:4 dc-f:1" {
+		t.Fatalf("after dc-f joined: generation %d (was %d), columns %s", ds.gen, gen, cols(c))
+	}
+	checkStack(t, c, hs)
+	for _, dc := range []string{"dc-a", "dc-c", "dc-d", "dc-e"} {
+		remove(c, dc)
+	}
+	if ds.st != nil || fmt.Sprint(stacked(c)) != "[false]" {
+		t.Fatalf("one lane left: stack %v, stacked %v", ds.st, stacked(c))
 	}
 }
