@@ -487,16 +487,16 @@ func (s *bestSearch) read() (allHit bool, lanes int) {
 // lines, since each line of a row holds some of them, and saves the
 // pairing of lanes with depths.
 func (s *bestSearch) askColumns() {
-	var all uint32
-	for q, j := range s.at[:s.nq] {
-		if s.via[q] < 0 {
+	if s.nspreadFor > askLanes {
+		var all uint32
+		for q, j := range s.at[:s.nq] {
+			if s.via[q] < 0 {
+				all |= 1 << s.arr[j].col
+			}
+		}
+		for _, j := range s.spreadFor[:s.nspreadFor] {
 			all |= 1 << s.arr[j].col
 		}
-	}
-	for _, j := range s.spreadFor[:s.nspreadFor] {
-		all |= 1 << s.arr[j].col
-	}
-	if s.nspreadFor > askLanes {
 		for x := range s.masks[:s.nsp] {
 			s.masks[x] = all
 		}
