@@ -154,6 +154,9 @@ type contender struct {
 	next   int // the depth this round probes, 0 for none
 	want   int // the depth this round would probe it at alone
 	col    int // the lane's column in the stack, -1 for none
+	// own: the lane's last probe read its own filter (not the stack), so
+	// verification reads there too, where that probe's lines are.
+	own bool
 }
 
 // resolveWays is the number of positions of one lane's bracket read at
@@ -535,9 +538,9 @@ func (s *bestSearch) narrowQueued() (lanes uint32, allHit bool) {
 		c := &s.arr[j]
 		hit := false
 		if v := s.via[q]; v >= 0 {
-			hit = s.hits[v] == 1
+			hit, c.own = s.hits[v] == 1, true
 		} else {
-			hit = s.masks[-v-1]>>c.col&1 == 1
+			hit, c.own = s.masks[-v-1]>>c.col&1 == 1, false
 		}
 		if hit {
 			c.lo = c.next
@@ -557,6 +560,7 @@ func (s *bestSearch) narrowSpread() (lanes uint32, allHit bool) {
 	for _, j := range s.spreadFor[:s.nspreadFor] {
 		c := &s.arr[j]
 		lanes |= 1 << j
+		c.own = false
 		for _, k := range s.spread[:s.nspread] {
 			d := s.depths[k]
 			if d <= c.lo || d > c.hi {
@@ -644,6 +648,7 @@ func (s *bestSearch) reaching(c *contender, target float64) int {
 // resolve binary searches c's bracket down to its depth.
 func (s *bestSearch) resolve(j int) {
 	c := &s.arr[j]
+	c.own = true
 	for c.lo < c.hi {
 		// Up to resolveWays positions spread over (lo, hi], read at once,
 		// narrow the bracket to one of resolveWays+1 parts.
@@ -670,12 +675,14 @@ func (s *bestSearch) resolve(j int) {
 // verified re-tests the window below the winner's depth, as prefixDepth
 // does; its block lo-1 is the search's last hit and is not probed again.
 // A stacked lane is re-tested in its column, whose rows the last spread
-// round has usually just read.
+// round has usually just read, unless its last probe read its own filter
+// (its depth was resolved there), whose lines are then the ones in cache.
 func (s *bestSearch) verified(j int) bool {
 	c := &s.arr[j]
+	inStack := c.col >= 0 && !c.own
 	for p := max(c.lo-s.window, 1); p < c.lo-1; p++ {
 		s.probes++
-		if c.col >= 0 && !s.st.Contains(c.col, s.hs[p]) || c.col < 0 && !c.f.Contains(s.hs[p]) {
+		if inStack && !s.st.Contains(c.col, s.hs[p]) || !inStack && !c.f.Contains(s.hs[p]) {
 			return false
 		}
 	}
