@@ -159,17 +159,24 @@ func TestStackGeometry(t *testing.T) {
 	}
 }
 
-// BenchmarkStackLoad is the cost of loading one 2^19-bucket filter (the
-// relay's default summary size) into a column of a 16-wide stack, which
-// a consumer does under its domain's write lock for every snapshot of a
-// stacked lane; it is reported per bucket too.
-func BenchmarkStackLoad(b *testing.B) {
+// benchStack returns a 2^19-bucket filter (the relay's default summary
+// size) filled to 75%, and an empty 16-wide stack of its geometry.
+func benchStack(b *testing.B) (*Cuckoo, *Stack) {
 	c := mustCuckoo(b, 1<<19, 1)
 	fillTo(b, c, newRand(5), 0.75)
 	s, err := NewStack(c, MaxStackWidth)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return c, s
+}
+
+// BenchmarkStackLoad is the cost of loading one 2^19-bucket filter (the
+// relay's default summary size) into a column of a 16-wide stack, which
+// a consumer does under its domain's write lock for every snapshot of a
+// stacked lane; it is reported per bucket too.
+func BenchmarkStackLoad(b *testing.B) {
+	c, s := benchStack(b)
 	k := 0
 	for b.Loop() {
 		s.Load(k%MaxStackWidth, c)
@@ -185,12 +192,7 @@ func BenchmarkStackLoad(b *testing.B) {
 // amd64 where the machine has it) and by the portable loop in the same
 // run. It is reported per probe too.
 func BenchmarkStackHits(b *testing.B) {
-	c := mustCuckoo(b, 1<<19, 1)
-	fillTo(b, c, newRand(5), 0.75)
-	s, err := NewStack(c, MaxStackWidth)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, s := benchStack(b)
 	for k := range MaxStackWidth {
 		s.Load(k, c)
 	}
