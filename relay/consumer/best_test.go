@@ -148,6 +148,38 @@ func TestBestMixedDepthsProbesFewerThanQuery(t *testing.T) {
 	}
 }
 
+// TestBestAtDifferentDistances: with lanes whose DCs are a round trip
+// further off each (the benchmark's spread objective) at the benchmark's
+// mixed depths, the answer is BestOf's over Query, and the stacked search
+// needs at most two rounds on average: its second round covers only the
+// depths that can change the winner.
+func TestBestAtDifferentDistances(t *testing.T) {
+	o := Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
+		var i int
+		_, _ = fmt.Sscanf(v.Pool.DC, "dc-%d", &i)
+		return -10 * float64(i), true
+	}}
+	hs := chain(rand.New(rand.NewPCG(6, 6)), 64)
+	rounds := 0
+	for r := range 13 {
+		depths := make([]int, 16)
+		for i := range depths {
+			depths[i] = (r*7 + i*5) % 65
+		}
+		c := consumerWith(lanesAt(t, hs, depths...)...)
+		s, got, ok := search(c, hs, o, 0)
+		want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), o, 0)
+		if !ok || got.Pool != want.Pool || got.Depth != want.Depth {
+			t.Fatalf("request %d: %+v, want %+v", r, got, want)
+		}
+		rounds += s.rounds
+		t.Logf("request %d: %s at %d in %d rounds of %d lookups", r, got.Pool.DC, got.Depth, s.rounds, s.probes)
+	}
+	if rounds > 2*13 {
+		t.Fatalf("%d rounds in 13 searches, want at most 26", rounds)
+	}
+}
+
 // TestBestFallsBackWhenTheWindowMisses: membership with a hole followed by
 // one present block (what a false positive looks like to a search that
 // converges over it), at every position of the request, with and without
