@@ -49,7 +49,7 @@
 // stacked lane, where their own filters take two cache lines each, so
 // Best can probe every stacked lane at eight depths a round for less than
 // one depth each costs in their own filters. At the benchmark's mixed
-// depths that is 1.8 rounds of 15 lookups instead of seven rounds of 60
+// depths that is 1.6 rounds of 14 lookups instead of seven rounds of 60
 // probes, and the search's p99 out of cache drops below 5 µs. The copy
 // doubles the memory of the stacked lanes' filters (64 MiB for 16 pools of
 // the default size); Config.NoStack turns it off. Lanes of another
