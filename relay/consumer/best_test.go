@@ -121,22 +121,37 @@ func TestBestProbes(t *testing.T) {
 	}
 }
 
+// mixedLanes is a consumer of 16 lanes holding prefixes of hs at the
+// benchmark's mixed depths for request r (mixedDepths).
+func mixedLanes(t *testing.T, hs []routing.SeqHash, r int) *Consumer {
+	depths := make([]int, benchLanes)
+	for i := range depths {
+		depths[i] = mixedDepths(r, i)
+	}
+	return consumerWith(lanesAt(t, hs, depths...)...)
+}
+
+// bestIsBestOfQuery runs Best's search over c's lanes under o and fails
+// t unless it answers what BestOf does over Query's results; it returns
+// the search and its answer.
+func bestIsBestOfQuery(t *testing.T, c *Consumer, hs []routing.SeqHash, o Objective) (*bestSearch, Result) {
+	t.Helper()
+	s, got, ok := search(c, hs, o, 0)
+	want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), o, 0)
+	if !ok || got.Pool != want.Pool || got.Depth != want.Depth {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	return s, got
+}
+
 // TestBestMixedDepthsProbesFewerThanQuery: at the benchmark's mixed
 // depths, the search for the best lane probes less than half the
 // positions that finding every lane's depth does.
 func TestBestMixedDepthsProbesFewerThanQuery(t *testing.T) {
 	hs := chain(rand.New(rand.NewPCG(6, 6)), 64)
 	for r := range 13 {
-		depths := make([]int, 16)
-		for i := range depths {
-			depths[i] = (r*7 + i*5) % 65
-		}
-		c := consumerWith(lanesAt(t, hs, depths...)...)
-		s, got, ok := search(c, hs, flat, 0)
-		want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), flat, 0)
-		if !ok || got.Pool != want.Pool || got.Depth != want.Depth {
-			t.Fatalf("request %d: %+v, want %+v", r, got, want)
-		}
+		c := mixedLanes(t, hs, r)
+		s, _ := bestIsBestOfQuery(t, c, hs, flat)
 		full := 0
 		for _, e := range c.lanes.Load().byDomain[domain] {
 			_, n := prefixSearch(e.lane.f, hs, DefaultVerifyWindow)
@@ -162,16 +177,7 @@ func TestBestAtDifferentDistances(t *testing.T) {
 	hs := chain(rand.New(rand.NewPCG(6, 6)), 64)
 	rounds := 0
 	for r := range 13 {
-		depths := make([]int, 16)
-		for i := range depths {
-			depths[i] = (r*7 + i*5) % 65
-		}
-		c := consumerWith(lanesAt(t, hs, depths...)...)
-		s, got, ok := search(c, hs, o, 0)
-		want, _, _ := BestOf(c.Query(nil, domain, hs, time.Unix(0, 0)), o, 0)
-		if !ok || got.Pool != want.Pool || got.Depth != want.Depth {
-			t.Fatalf("request %d: %+v, want %+v", r, got, want)
-		}
+		s, got := bestIsBestOfQuery(t, mixedLanes(t, hs, r), hs, o)
 		rounds += s.rounds
 		t.Logf("request %d: %s at %d in %d rounds of %d lookups", r, got.Pool.DC, got.Depth, s.rounds, s.probes)
 	}
