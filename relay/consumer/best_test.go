@@ -17,11 +17,7 @@ var flat = Objective{Slope: 1, Intercept: func(LaneView) (float64, bool) { retur
 // lanesAt returns lanes dc-00, dc-01, ... holding the first depths[i]
 // blocks of hs.
 func lanesAt(t testing.TB, hs []routing.SeqHash, depths ...int) []*Lane {
-	var ls []*Lane
-	for i, d := range depths {
-		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, 512, hs[:d])})
-	}
-	return ls
+	return lanesOf(t, 512, hs, depths...)
 }
 
 // search runs Best's search over c's lanes and returns it with its

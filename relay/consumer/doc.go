@@ -107,16 +107,19 @@
 // The stack is written under the same lock: a delta's images go to the
 // lane's column in the same critical section as to its filter, so a
 // stacked column always equals its filter when the lock is free. A
-// snapshot is copied into the column after it is installed, 32,768
-// buckets per hold of the lock (about half a millisecond; a whole default
-// filter takes about 7 ms, BenchmarkStackLoad), and the lane is searched
-// in its own filter until the copy is whole. A lane that joins the
-// domain takes a free column of its stack (its filter comes later, by a
-// snapshot), and one that leaves frees its column: neither copies the
-// other lanes' filters. Only a lane that finds no free column (the width
-// is a power of two), a domain's first stack, a geometry that more lanes
-// now share, or a stack that fewer than two lanes fit, rebuilds the
-// stack under the lock, one such copy per ready lane.
+// filter is copied into a column 32,768 buckets per hold of the lock
+// (about half a millisecond; a whole default filter takes about 7 ms,
+// BenchmarkStackLoad), and the lane is searched in its own filter until
+// the copy is whole; deltas that land meanwhile go to the column too. A
+// lane that joins the domain takes a free column of its stack (its filter
+// comes later, by a snapshot), and one that leaves frees its column:
+// neither copies the other lanes' filters. Only a lane that finds no free
+// column (the width is a power of two), a domain's first stack, a
+// geometry that more lanes now share, or a stack that fewer than two
+// lanes fit, rebuilds the stack, with one such copy per ready lane, made
+// by whoever caused the rebuild after it releases the lock; until then
+// the domain's queries read those lanes' own filters and never wait for
+// more than a chunk.
 //
 // # What it refuses to do
 //

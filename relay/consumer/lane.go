@@ -28,11 +28,13 @@ type Lane struct {
 	// mu is shared by every lane of the pool's cache domain (laneSet.with
 	// sets it), so that a query takes one read lock for all of them; so
 	// is ds, the domain's stack, in which the lane owns column col and is
-	// stacked while that column mirrors f (stack.go).
+	// stacked while that column mirrors f, and loading while f is being
+	// copied into it (stack.go).
 	mu      *sync.RWMutex
 	ds      *domainStack
 	col     int
 	stacked bool
+	loading bool
 	f       *filter.Cuckoo
 	epoch   uint64
 	seq     uint64
@@ -112,15 +114,17 @@ func (l *Lane) session(ctx context.Context) (synced bool, err error) {
 }
 
 // apply installs one validated event under the write lock; a snapshot's
-// copy into the domain's stack follows, in parts (loadColumn).
+// copy into the domain's stack follows, in parts (loadColumns), and so do
+// the copies of a rebuild the snapshot caused.
 func (l *Lane) apply(ev publish.Event) error {
 	now := l.cfg.Now()
-	load, gen := false, uint64(0)
+	var loads []columnLoad
+	gen := uint64(0)
 	l.mu.Lock()
 	switch ev.Kind {
 	case publish.EventSnapshot:
 		l.f, l.epoch, l.seq = ev.Filter, ev.Epoch, ev.Seq
-		load, gen = l.snapshotted()
+		loads, gen = l.snapshotted()
 		l.stats.Snapshots++
 	case publish.EventDelta:
 		if err := l.f.Apply(ev.Delta); err != nil {
@@ -137,9 +141,7 @@ func (l *Lane) apply(ev publish.Event) error {
 	l.stats.Bytes += uint64(ev.Bytes)
 	l.heard = now
 	l.mu.Unlock()
-	if load {
-		l.loadColumn(ev.Filter, gen)
-	}
+	loadColumns(loads, gen)
 	if l.cfg.Observe != nil {
 		l.cfg.Observe(l.pool, ev, now)
 	}

@@ -15,10 +15,15 @@ import (
 // geometry; a pool that grew into a larger filter, or a lane of another
 // kind, is searched through its own filter instead.
 //
-// Every field, and each lane's col and stacked, is written under the
-// domain's write lock and read under its read lock, like the lanes'
-// filters: a stacked lane's column equals its filter whenever the lock is
-// free.
+// Every field, and each lane's col, stacked and loading, is written
+// under the domain's write lock and read under its read lock, like the
+// lanes' filters: a stacked lane's column equals its filter whenever the
+// lock is free. Filling a column copies a whole filter, about 7 ms for
+// the default size, so it is never done in one hold of the lock: columns
+// are filled a chunk per hold (loadColumn), by whoever caused the fill,
+// while queries search those lanes in their own filters, and deltas that
+// land meanwhile are applied to the column as well (a delta carries whole
+// bucket images, so a chunk copied later holds them too).
 type domainStack struct {
 	st *filter.Stack // nil until two ready lanes share a geometry
 	// lanes[k] is the lane that owns column k, nil for a free column;
@@ -34,32 +39,49 @@ type domainStack struct {
 // write lock, when the domain's lane set changed in a way the stack's free
 // columns cannot absorb (restackDomain) or a snapshot brought a geometry
 // more lanes share than the stack's: column k for lanes[k], the geometry
-// the most ready lanes share, every fitting lane's filter loaded. A domain of more than filter.MaxStackWidth lanes, one
-// where no two ready lanes share a geometry, or a consumer with
-// Config.NoStack, has no stack, nor has the session summary's domain. The
-// caller holds the lock.
-func restack(ds *domainStack, lanes []*Lane) {
+// the most ready lanes share. It returns the columns to fill, one per
+// fitting lane, which the caller passes to loadColumns after it unlocks.
+// A domain of more than filter.MaxStackWidth lanes, one where no two ready
+// lanes share a geometry, or a consumer with Config.NoStack, has no
+// stack, nor has the session summary's domain. The caller holds the lock.
+func restack(ds *domainStack, lanes []*Lane) []columnLoad {
 	ds.st, ds.lanes = nil, slices.Clone(lanes)
 	ds.gen++
 	for k, l := range lanes {
-		l.col, l.stacked = k, false
+		l.col, l.stacked, l.loading = k, false, false
 	}
 	like := commonGeometry(lanes)
 	if ds.off || like == nil || len(lanes) > filter.MaxStackWidth || sharing(lanes, like) < 2 {
-		return
+		return nil
 	}
 	// The width is valid: 1 <= len(lanes) <= MaxStackWidth.
 	st, _ := filter.NewStack(like, len(lanes))
-	for k, l := range lanes {
+	var loads []columnLoad
+	for _, l := range lanes {
 		if st.Fits(l.f) {
-			st.Load(k, l.f)
-			l.stacked = true
+			l.loading = true
+			loads = append(loads, columnLoad{l: l, f: l.f})
 		}
 	}
 	ds.st = st
 	// The columns past the lanes' are free for lanes that join.
 	for len(ds.lanes) < st.Width() {
 		ds.lanes = append(ds.lanes, nil)
+	}
+	return loads
+}
+
+// columnLoad is a column to fill: lane l's, with its filter f.
+type columnLoad struct {
+	l *Lane
+	f *filter.Cuckoo
+}
+
+// loadColumns fills the columns of loads, which a change of stack
+// generation gen asked for; the caller does not hold the lock.
+func loadColumns(loads []columnLoad, gen uint64) {
+	for _, ld := range loads {
+		ld.l.loadColumn(ld.f, gen)
 	}
 }
 
@@ -92,24 +114,26 @@ func sharing(lanes []*Lane, f *filter.Cuckoo) int {
 
 // snapshotted updates l's column after l.f was replaced by a snapshot;
 // the caller holds the domain's write lock. The lane leaves the stack at
-// once. A filter that fits the stack is to be loaded into the column by
-// loadColumn, after the caller unlocks, which snapshotted reports; one
+// once. A filter that fits the stack is to be loaded into the column; one
 // that does not fit stays out, unless more of the domain's lanes share its
 // geometry than the stack holds, which rebuilds the stack around it here
-// (pools that grew together move together).
-func (l *Lane) snapshotted() (load bool, gen uint64) {
+// (pools that grew together move together). It returns the columns to
+// fill, with the stack generation, for loadColumns after the caller
+// unlocks.
+func (l *Lane) snapshotted() ([]columnLoad, uint64) {
 	ds := l.ds
 	if ds == nil || l.col < 0 {
-		return false, 0
+		return nil, 0
 	}
-	l.stacked = false
+	l.stacked, l.loading = false, false
 	if ds.st != nil && ds.st.Fits(l.f) {
-		return true, ds.gen
+		l.loading = true
+		return []columnLoad{{l: l, f: l.f}}, ds.gen
 	}
 	if n := sharing(ds.lanes, l.f); n > 1 && n > stackedCount(ds.lanes) {
-		restack(ds, slices.DeleteFunc(slices.Clone(ds.lanes), func(o *Lane) bool { return o == nil }))
+		return restack(ds, slices.DeleteFunc(slices.Clone(ds.lanes), func(o *Lane) bool { return o == nil })), ds.gen
 	}
-	return false, 0
+	return nil, 0
 }
 
 // loadChunk is the number of buckets loadColumn copies per hold of the
@@ -118,24 +142,25 @@ func (l *Lane) snapshotted() (load bool, gen uint64) {
 // would wait.
 const loadChunk = 1 << 15
 
-// loadColumn copies f, the lane's new filter, into its column a chunk at
-// a time, taking the domain's write lock for each, and stacks the lane
-// when the copy is whole; gen is the stack's generation when snapshotted
-// asked for it. Until then queries search the lane in f. Only the lane's
-// goroutine writes the lane, so no delta lands meanwhile; a restack ends
-// the copy, having loaded the lane itself, and so does the lane's
-// removal, which frees its column.
+// loadColumn copies f, the lane's filter, into its column a chunk at a
+// time, taking the domain's write lock for each, and stacks the lane when
+// the copy is whole; gen is the stack's generation when the copy was
+// asked for. Until then queries search the lane in f. Deltas f accepts
+// meanwhile reach the column too (delta). The copy ends early if the
+// stack was rebuilt (the rebuild asks for its own), if the lane has a
+// newer snapshot (which asks for its own) or if it was removed.
 func (l *Lane) loadColumn(f *filter.Cuckoo, gen uint64) {
 	ds := l.ds
 	n := f.Buckets()
 	for from := 0; from < n; from += loadChunk {
 		l.mu.Lock()
-		if ds.gen != gen || l.f != f || l.col < 0 {
+		if ds.gen != gen || l.f != f || l.col < 0 || !l.loading {
 			l.mu.Unlock()
 			return
 		}
 		ds.st.LoadRange(l.col, f, uint64(from), uint64(min(from+loadChunk, n)))
-		l.stacked = from+loadChunk >= n
+		done := from+loadChunk >= n
+		l.stacked, l.loading = done, !done
 		l.mu.Unlock()
 	}
 }
@@ -151,10 +176,10 @@ func stackedCount(lanes []*Lane) int {
 	return n
 }
 
-// delta mirrors a delta that l.f accepted into l's column; the caller
-// holds the domain's write lock.
+// delta mirrors a delta that l.f accepted into l's column, also while
+// the column is being filled; the caller holds the domain's write lock.
 func (l *Lane) delta(d filter.Delta) {
-	if l.stacked {
+	if l.stacked || l.loading {
 		l.ds.st.Apply(l.col, d)
 	}
 }
@@ -166,16 +191,22 @@ func (l *Lane) delta(d filter.Delta) {
 // stack. Lanes that joined take free columns: a new lane has no filter
 // yet, so nothing is copied, and the domain's queries wait for none of
 // it. Only when the stack has no free column, or there is no stack yet,
-// is it rebuilt, which copies every ready lane's filter under the lock
-// (BenchmarkStackLoad: about 7 ms per lane of the default size). The
-// stack's width is a power of two, so rebuilds for growth are rare.
+// is it rebuilt, which copies every ready lane's filter (BenchmarkStackLoad:
+// about 7 ms per lane of the default size), a chunk per hold of the lock,
+// after the change. The stack's width is a power of two, so rebuilds for
+// growth are rare.
 func (c *Consumer) restackDomain(old []*laneEntry, d producer.Domain) {
 	es := c.lanes.Load().byDomain[d]
 	all := append(slices.Clone(old), es...)
 	if len(all) == 0 {
 		return
 	}
-	l0 := all[0].lane
+	loadColumns(c.regroup(old, es, all[0].lane, d))
+}
+
+// regroup is restackDomain's change under the domain's lock (l0's): the
+// lanes es of domain d that replace old, and the columns to fill after it.
+func (c *Consumer) regroup(old, es []*laneEntry, l0 *Lane, d producer.Domain) ([]columnLoad, uint64) {
 	l0.mu.Lock()
 	defer l0.mu.Unlock()
 	ds := l0.ds
@@ -188,7 +219,7 @@ func (c *Consumer) restackDomain(old []*laneEntry, d producer.Domain) {
 			if l.col >= 0 && l.col < len(ds.lanes) && ds.lanes[l.col] == l {
 				ds.lanes[l.col] = nil
 			}
-			l.col, l.stacked = -1, false
+			l.col, l.stacked, l.loading = -1, false, false
 		}
 	}
 	// The session summary's lanes are only asked for every lane's answer
@@ -199,10 +230,12 @@ func (c *Consumer) restackDomain(old []*laneEntry, d producer.Domain) {
 	for k, e := range es {
 		lanes[k] = e.lane
 	}
-	if ds.st != nil && !ds.off && keeps(ds, lanes) && joinFree(ds, lanes) {
-		return
+	if ds.st != nil && !ds.off && keeps(ds, lanes) {
+		if loads, ok := joinFree(ds, lanes); ok {
+			return loads, ds.gen
+		}
 	}
-	restack(ds, lanes)
+	return restack(ds, lanes), ds.gen
 }
 
 // keeps reports whether ds's stack still serves lanes: at least two of
@@ -219,9 +252,9 @@ func keeps(ds *domainStack, lanes []*Lane) bool {
 }
 
 // joinFree gives each of lanes that has no column a free column of ds's
-// stack, if there are enough, and reports whether there were. A lane
-// that is ready and fits the stack is loaded into its column.
-func joinFree(ds *domainStack, lanes []*Lane) bool {
+// stack, if there are enough, and reports whether there were, with the
+// columns to fill: those of the lanes that are ready and fit the stack.
+func joinFree(ds *domainStack, lanes []*Lane) ([]columnLoad, bool) {
 	free := 0
 	for _, o := range ds.lanes {
 		if o == nil {
@@ -234,8 +267,9 @@ func joinFree(ds *domainStack, lanes []*Lane) bool {
 		}
 	}
 	if free < 0 {
-		return false
+		return nil, false
 	}
+	var loads []columnLoad
 	for _, l := range lanes {
 		if l.col >= 0 {
 			continue
@@ -243,9 +277,9 @@ func joinFree(ds *domainStack, lanes []*Lane) bool {
 		l.col = slices.Index(ds.lanes, nil)
 		ds.lanes[l.col] = l
 		if ds.st.Fits(l.f) {
-			ds.st.Load(l.col, l.f)
-			l.stacked = true
+			l.loading = true
+			loads = append(loads, columnLoad{l: l, f: l.f})
 		}
 	}
-	return true
+	return loads, true
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"fmt"
 	mrand "math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -182,11 +183,9 @@ func TestRestackFollowsTheMajorityGeometry(t *testing.T) {
 		l := ls[i]
 		l.mu.Lock()
 		l.f = filterWith(t, large, hs[:10*(i+1)])
-		load, gen := l.snapshotted()
+		loads, gen := l.snapshotted()
 		l.mu.Unlock()
-		if load {
-			l.loadColumn(l.f, gen)
-		}
+		loadColumns(loads, gen)
 		want := []string{"[true true false true false]", "[true true true true false]"}[k]
 		if got := fmt.Sprint(stacked(c)); got != want {
 			t.Fatalf("after lane %d grew: stacked %s, want %s", i, got, want)
@@ -263,12 +262,12 @@ func TestLanesJoinAndLeaveWithoutRestack(t *testing.T) {
 	}
 	cl.mu.Lock()
 	cl.f = filterWith(t, 512, hs[:35])
-	load, g := cl.snapshotted()
+	loads, g := cl.snapshotted()
 	cl.mu.Unlock()
-	if !load {
-		t.Fatal("dc-c's snapshot fits the stack but is not to be loaded")
+	if len(loads) != 1 || loads[0].l != cl {
+		t.Fatalf("dc-c's snapshot fits the stack, but the columns to fill are %v", loads)
 	}
-	cl.loadColumn(cl.f, g)
+	loadColumns(loads, g)
 	if got := fmt.Sprint(stacked(c)); got != "[true true true true]" {
 		t.Fatalf("stacked %s", got)
 	}
@@ -298,4 +297,74 @@ func TestLanesJoinAndLeaveWithoutRestack(t *testing.T) {
 	if ds.st != nil || fmt.Sprint(stacked(c)) != "[false]" {
 		t.Fatalf("one lane left: stack %v, stacked %v", ds.st, stacked(c))
 	}
+}
+
+// TestDeltasReachAColumnBeingFilled: a rebuild fills its columns a chunk
+// per hold of the lock, and a delta that a lane accepts between two of
+// its chunks reaches its column, so that the filled column answers as
+// the filter does.
+func TestDeltasReachAColumnBeingFilled(t *testing.T) {
+	hs := chain(mrand.New(mrand.NewPCG(10, 1)), 64)
+	// 2^18 buckets: eight chunks.
+	const capacity = 1 << 20
+	for try := range 50 {
+		ls := lanesOf(t, capacity, hs, 10, 20, 30)
+		c := consumerWith(ls...)
+		l := ls[0]
+		grown := filterWith(t, capacity, hs[:40])
+		d, err := l.f.Diff(grown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		ds := l.ds
+		loads := restack(ds, slices.Clone(ds.lanes[:3]))
+		gen := ds.gen
+		l.mu.Unlock()
+		filled := make(chan struct{})
+		go func() {
+			loadColumns(loads, gen)
+			close(filled)
+		}()
+		landed := false
+		for !landed {
+			l.mu.Lock()
+			// Some of the lane's blocks are in its column, not all of
+			// its chunks are.
+			if l.loading && slices.ContainsFunc(hs[:10], func(h routing.SeqHash) bool { return ds.st.Contains(l.col, h) }) {
+				if err := l.f.Apply(d); err != nil {
+					t.Fatal(err)
+				}
+				l.delta(d)
+				landed = true
+			}
+			done := l.stacked
+			l.mu.Unlock()
+			if done {
+				break
+			}
+			runtime.Gosched()
+		}
+		<-filled
+		if !landed {
+			continue
+		}
+		if got := fmt.Sprint(stacked(c)); got != "[true true true]" {
+			t.Fatalf("stacked %s after the fill", got)
+		}
+		checkStack(t, c, hs)
+		t.Logf("the delta landed between chunks in try %d", try+1)
+		return
+	}
+	t.Fatal("in 50 tries no delta landed while a column was being filled")
+}
+
+// lanesOf returns lanes dc-00, dc-01, ... with filters of capacity
+// holding the first depths[i] blocks of hs.
+func lanesOf(t testing.TB, capacity int, hs []routing.SeqHash, depths ...int) []*Lane {
+	var ls []*Lane
+	for i, d := range depths {
+		ls = append(ls, &Lane{pool: poolIn(fmt.Sprintf("dc-%02d", i)), f: filterWith(t, capacity, hs[:d])})
+	}
+	return ls
 }
