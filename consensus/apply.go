@@ -86,13 +86,41 @@ func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (fun
 	if len(data) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}
+	n.propMu.RLock()
+	if n.closing {
+		n.propMu.RUnlock()
+		return nil, fmt.Errorf("%w: node shutting down", ErrNoLeader)
+	}
 	f := n.raft.Apply(data, n.timeout(ctx))
+	n.propMu.RUnlock()
 	return func() (*kvrpb.RaftResult, error) {
-		if err := f.Error(); err != nil {
+		if err := n.await(f); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, s.name, err)
 		}
 		return unwrapResponse(f.Response())
 	}, nil
+}
+
+// errShutDown is await's error for a future raft abandoned at shutdown.
+var errShutDown = errors.New("raft shut down before the entry was applied")
+
+// await waits for f, or until raft has shut down, which abandons the
+// futures of committed entries it had not applied yet (hashicorp/raft
+// #498): without this a caller could wait on one forever.
+func (n *Node) await(f raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.down:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return errShutDown
+		}
+	}
 }
 
 // propose is Apply split in two: it proposes m and returns a function that

@@ -48,6 +48,13 @@ type Node struct {
 	epoch    atomic.Uint64 // see LeaderEpoch
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	// closing, under propMu, stops new local proposals once Shutdown has
+	// begun, so that its barrier comes after every entry this node
+	// proposed; down is closed when raft has shut down, and releases
+	// whoever still waits on a future raft abandoned (flushApplies).
+	propMu  sync.RWMutex
+	closing bool
+	down    chan struct{}
 
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
@@ -66,7 +73,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if cfg.DataDir != "" && (deps.LogStore == nil || deps.StableStore == nil) {
 		return nil, configError("data_dir: a persistent node needs a log store and a stable store")
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), stop: make(chan struct{}),
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), stop: make(chan struct{}), down: make(chan struct{}),
 		apis: map[raft.ServerID]string{}, conns: map[string]*grpc.ClientConn{}}
 	for _, p := range cfg.Peers {
 		n.apis[raft.ServerID(p.ID)] = p.APIAddr
@@ -158,8 +165,12 @@ func (n *Node) Shutdown() error {
 	n.mu.Unlock()
 	close(n.stop)
 	n.wg.Wait()
+	n.propMu.Lock()
+	n.closing = true
+	n.propMu.Unlock()
 	n.flushApplies()
 	err := n.raft.Shutdown().Error()
+	close(n.down)
 	n.mu.Lock()
 	for addr, cc := range n.conns {
 		err = errors.Join(err, cc.Close())
@@ -181,8 +192,11 @@ const shutdownBarrierTimeout = time.Second
 // (hashicorp/raft#498): a caller waiting on one, such as a forwarded
 // proposal's RPC handler, would block forever. A barrier is applied after
 // every entry before it, so once it resolves every future this node handed
-// out has resolved too. Entries not yet committed resolve on their own
-// when the leader loop ends (ErrLeadershipLost).
+// out has resolved too: Shutdown stops new proposals before it. Entries
+// not yet committed resolve on their own when the leader loop ends
+// (ErrLeadershipLost). If the barrier fails (leadership lost, or not
+// enqueued in time), a future may still be abandoned; its waiter is
+// released when raft is down (await) with ErrIndeterminate.
 func (n *Node) flushApplies() {
 	if n.raft.State() != raft.Leader {
 		return
