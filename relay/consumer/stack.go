@@ -130,7 +130,7 @@ func (l *Lane) snapshotted() ([]columnLoad, uint64) {
 		l.loading = true
 		return []columnLoad{{l: l, f: l.f}}, ds.gen
 	}
-	if n := sharing(ds.lanes, l.f); n > 1 && n > stackedCount(ds.lanes) {
+	if n := sharing(ds.lanes, l.f); n > 1 && n > inStack(ds.lanes) {
 		return restack(ds, slices.DeleteFunc(slices.Clone(ds.lanes), func(o *Lane) bool { return o == nil })), ds.gen
 	}
 	return nil, 0
@@ -154,7 +154,9 @@ func (l *Lane) loadColumn(f *filter.Cuckoo, gen uint64) {
 	n := f.Buckets()
 	for from := 0; from < n; from += loadChunk {
 		l.mu.Lock()
-		if ds.gen != gen || l.f != f || l.col < 0 || !l.loading {
+		// A removed lane, or one whose new snapshot does not fit, is not
+		// loading any more.
+		if ds.gen != gen || l.f != f || !l.loading {
 			l.mu.Unlock()
 			return
 		}
@@ -165,11 +167,12 @@ func (l *Lane) loadColumn(f *filter.Cuckoo, gen uint64) {
 	}
 }
 
-// stackedCount counts the stacked lanes.
-func stackedCount(lanes []*Lane) int {
+// inStack counts the lanes in the stack: stacked, or with their column
+// being filled (a rebuild's lanes are, until loadColumns is done).
+func inStack(lanes []*Lane) int {
 	n := 0
 	for _, l := range lanes {
-		if l != nil && l.stacked {
+		if l != nil && (l.stacked || l.loading) {
 			n++
 		}
 	}

@@ -359,6 +359,37 @@ func TestDeltasReachAColumnBeingFilled(t *testing.T) {
 	t.Fatal("in 50 tries no delta landed while a column was being filled")
 }
 
+// TestNoRestackWhileARebuildFills: the lanes of a rebuild whose columns
+// are still being filled count as the stack's, so that a snapshot of a
+// geometry fewer lanes share does not rebuild the stack again meanwhile.
+func TestNoRestackWhileARebuildFills(t *testing.T) {
+	hs := chain(mrand.New(mrand.NewPCG(10, 2)), 64)
+	ls := append(lanesOf(t, 512, hs, 10, 20, 30), lanesOf(t, 4096, hs, 40, 50)...)
+	for i, l := range ls {
+		l.pool = poolIn(fmt.Sprintf("dc-%02d", i))
+	}
+	c := consumerWith(ls...)
+	l := ls[4]
+	l.mu.Lock()
+	ds := l.ds
+	loads := restack(ds, slices.DeleteFunc(slices.Clone(ds.lanes), func(o *Lane) bool { return o == nil }))
+	gen := ds.gen
+	// Before the rebuild's columns are filled, a large lane gets a new
+	// snapshot: two large filters against three small ones in the stack.
+	l.f = filterWith(t, 4096, hs[:55])
+	more, moreGen := l.snapshotted()
+	l.mu.Unlock()
+	if ds.gen != gen || len(more) != 0 {
+		t.Fatalf("the snapshot rebuilt the stack (generation %d, was %d) while its columns were filling", ds.gen, gen)
+	}
+	loadColumns(loads, gen)
+	loadColumns(more, moreGen)
+	if got := fmt.Sprint(stacked(c)); got != "[true true true false false]" {
+		t.Fatalf("stacked %s", got)
+	}
+	checkStack(t, c, hs)
+}
+
 // lanesOf returns lanes dc-00, dc-01, ... with filters of capacity
 // holding the first depths[i] blocks of hs.
 func lanesOf(t testing.TB, capacity int, hs []routing.SeqHash, depths ...int) []*Lane {
