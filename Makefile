@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Packages with concurrent code; `make test` also runs them under the race detector, in -short
 # mode (which skips only the whole-trace replays, already covered by the plain run).
-RACE_PKGS := ./routing/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/... ./store/... ./relay/... ./internal/...
+RACE_PKGS := ./routing/... ./fleet/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/... ./store/... ./relay/... ./internal/...
 BENCHTIME ?= 1s
 CHAOS_SECONDS ?= 20
 CHAOS_COUNT   ?= 3

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 )
 
 // binary is the kvrouter executable TestMain built.

@@ -14,7 +14,7 @@ type rankBatch struct {
 	bad    bool
 }
 
-// Field numbers of the KV-event messages (proto/kvr/v1/eventplane.proto
+// Field numbers of the KV-event messages (proto/kvr/v1/fleet.proto
 // and raft.proto) the fast decoder reads.
 const (
 	fieldKVEventsBatches = 1

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 )
 
 // ClusterSize is the number of router nodes of the demo's DC.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/consensus"
-	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/wire"
@@ -16,7 +16,7 @@ import (
 
 // raftIngest is the event plane's index on a cluster member: KV events go
 // through raft, so that every node applies the same ownership. Only the
-// ready leader accepts them (eventplane.Gate); followers stand by and
+// ready leader accepts them (fleet.Gate); followers stand by and
 // route from the index their FSM applies.
 //
 // The leader checks each event against its proposed cursor, with the
@@ -40,8 +40,8 @@ type raftIngest struct {
 }
 
 var (
-	_ eventplane.Index = (*raftIngest)(nil)
-	_ eventplane.Gate  = (*raftIngest)(nil)
+	_ fleet.Index = (*raftIngest)(nil)
+	_ fleet.Gate  = (*raftIngest)(nil)
 )
 
 func newRaftIngest(cn *consensus.Node, b *consensus.Batcher, log *slog.Logger) *raftIngest {
@@ -52,7 +52,7 @@ func newRaftIngest(cn *consensus.Node, b *consensus.Batcher, log *slog.Logger) *
 // run on the applier goroutine.
 const resyncTimeout = 10 * time.Second
 
-// Accepting implements eventplane.Gate: the ready leader ingests.
+// Accepting implements fleet.Gate: the ready leader ingests.
 func (r *raftIngest) Accepting() bool { return r.cn.Ready() }
 
 // sync drops the proposed cursors when leadership changed hands.
@@ -72,14 +72,14 @@ func (r *raftIngest) cursor(w routing.Worker) uint64 {
 	return c
 }
 
-// Apply implements eventplane.Index: it checks the event's id and queues
+// Apply implements fleet.Index: it checks the event's id and queues
 // it for the next raft entry.
 func (r *raftIngest) Apply(ev *routing.Event) error {
 	_, err := r.ApplyRun([]routing.Event{*ev})
 	return err
 }
 
-// ApplyRun implements eventplane.RunIndex: it takes the events that
+// ApplyRun implements fleet.RunIndex: it takes the events that
 // continue the rank's proposed cursor and queues them as one batch.
 func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
 	if len(events) == 0 {
@@ -132,7 +132,7 @@ func checkNext(ev *routing.Event, cur uint64) error {
 	return fmt.Errorf("%w: worker %v event %d, cursor %d", index.ErrGap, ev.Worker, ev.ID, cur)
 }
 
-// ReplaceWorker implements eventplane.Index: the batcher's queued events
+// ReplaceWorker implements fleet.Index: the batcher's queued events
 // are proposed first, so the replacement follows them in the log, then
 // the snapshot goes through raft in chunks.
 func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cursor uint64) error {
@@ -155,7 +155,7 @@ func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cur
 	return nil
 }
 
-// RemoveEngine implements eventplane.Index: the leader removes the
+// RemoveEngine implements fleet.Index: the leader removes the
 // engine's blocks, cursors and card through raft.
 func (r *raftIngest) RemoveEngine(id routing.WorkerID) int {
 	r.mu.Lock()
@@ -179,7 +179,7 @@ func (r *raftIngest) RemoveEngine(id routing.WorkerID) int {
 	return 0
 }
 
-// Cursor implements eventplane.Index.
+// Cursor implements fleet.Index.
 func (r *raftIngest) Cursor(w routing.Worker) (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

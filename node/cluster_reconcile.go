@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
@@ -20,7 +20,7 @@ const reconcileStrikes = 2
 // the engines the index holds blocks of with the registry every interval
 // and removes, through raft, those missing reconcileStrikes times in a
 // row (the registry is complete once the plane has discovered the fleet).
-func (c *cluster) reconcile(ctx context.Context, plane *eventplane.Plane, every time.Duration) {
+func (c *cluster) reconcile(ctx context.Context, plane *fleet.Plane, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	strikes := map[routing.WorkerID]int{}

@@ -6,10 +6,10 @@ import (
 	"net"
 	"time"
 
+	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/node/dispatch"
-	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/frontend"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	Cluster ClusterConfig
 
 	Dispatch dispatch.Config
-	Events   eventplane.Config
+	Events   fleet.Config
 	Frontend frontend.Config
 }
 

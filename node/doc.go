@@ -21,7 +21,7 @@
 //
 //   - KV events: every node runs the event plane for the engine registry
 //     and loads, but only the ready leader ingests KV events
-//     (raftIngest is the plane's index and an eventplane.Gate). It checks
+//     (raftIngest is the plane's index and an fleet.Gate). It checks
 //     each event against its proposed cursor and queues runs of them in the
 //     consensus.Batcher; a snapshot resync becomes chunked ReplaceRank
 //     entries after the queued events; an engine's removal is a raft entry.
@@ -37,7 +37,7 @@
 //     of an engine that left.
 //   - Readiness: a member serves (and /ready reports ready) only once it
 //     has caught up with the leader (consensus.Node.CaughtUp) and its
-//     registry has discovered the fleet (eventplane.Plane.Discovered: the
+//     registry has discovered the fleet (fleet.Plane.Discovered: the
 //     engines answer kvr.<dc>.discover with their cards). Until then it
 //     offers no engine, so it never takes a bound engine it has not heard
 //     of yet for a departed one and moves the binding.

@@ -24,9 +24,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/node"
-	"github.com/kvrouter/kvrouter/node/metrics"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"

@@ -16,12 +16,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/node/dispatch"
-	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/frontend"
-	"github.com/kvrouter/kvrouter/node/metrics"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
 )
@@ -37,7 +37,7 @@ type Node struct {
 	ended   chan struct{}
 	runErr  error
 	natsURL atomic.Pointer[string]
-	reg     atomic.Pointer[eventplane.Registry]
+	reg     atomic.Pointer[fleet.Registry]
 	// serving reports whether the node serves requests (set by Run).
 	serving atomic.Pointer[func() bool]
 	// clusterNode is the raft member in cluster mode, once Run started it.
@@ -155,7 +155,7 @@ func (n *Node) run(ctx context.Context) error {
 
 	var (
 		idx   *index.Exact
-		plIdx eventplane.Index
+		plIdx fleet.Index
 		opts  []dispatch.Option
 		cl    *cluster
 	)
@@ -175,7 +175,7 @@ func (n *Node) run(ctx context.Context) error {
 		idx = index.NewExact()
 		plIdx = idx
 	}
-	plane, err := eventplane.New(n.cfg.Events, bus.Conn, plIdx, n.metrics, n.log)
+	plane, err := fleet.New(n.cfg.Events, bus.Conn, plIdx, n.metrics, n.log)
 	if err != nil {
 		return err
 	}
@@ -196,8 +196,8 @@ func (n *Node) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg.OnSilent(func(e eventplane.Engine) { disp.EngineSilent(e.ID) })
-	reg.OnRemove(func(e eventplane.Engine) { disp.RemoveEngine(e.ID) })
+	reg.OnSilent(func(e fleet.Engine) { disp.EngineSilent(e.ID) })
+	reg.OnRemove(func(e fleet.Engine) { disp.RemoveEngine(e.ID) })
 	if err := plane.Start(ctx); err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (n *Node) run(ctx context.Context) error {
 	return n.serve(ctx, disp, reg)
 }
 
-func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *eventplane.Registry) error {
+func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.Registry) error {
 	fcfg := n.cfg.Frontend
 	fcfg.Ready = n.Ready
 	fcfg.DC = n.cfg.DC
@@ -274,7 +274,7 @@ func (n *Node) natsState(up bool) {
 // engines adapts the event plane's registry to what the dispatcher reads.
 // (A cluster member that has not caught up never routes: the frontend's
 // Serving gate answers 503 before the dispatcher is asked.)
-type engines struct{ r *eventplane.Registry }
+type engines struct{ r *fleet.Registry }
 
 var _ dispatch.Engines = engines{}
 var _ dispatch.LoadReporter = engines{}

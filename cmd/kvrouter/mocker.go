@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/mocker/server"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 )
 
 // mockerFlags binds every `kvrouter mocker` option.

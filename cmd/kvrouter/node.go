@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/node"
-	"github.com/kvrouter/kvrouter/node/eventplane"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
@@ -74,8 +74,8 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", frontend.MaxBodyBytes, "largest request body accepted")
 	fs.IntVar(&c.Frontend.OverloadStatus, "overload-status", frontend.OverloadStatus, "HTTP status when every engine is over its busy thresholds")
 	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
-	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", eventplane.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
-	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", eventplane.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
+	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
+	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
 	f.log.register(fs)
 }
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/node/dispatch"
-	"github.com/kvrouter/kvrouter/node/metrics"
 	"github.com/kvrouter/kvrouter/routing"
 )
 

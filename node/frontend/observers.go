@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 )
 
 // outcomes are the values of the requests counter's outcome label, in the

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/node/dispatch"
-	"github.com/kvrouter/kvrouter/node/metrics"
 )
 
 // tracerName names the frontend's tracer.

@@ -2,7 +2,7 @@
 // summaries the DC publishes, the summaries it follows, and the gateway
 // that sends each request to the DC that should serve it.
 //
-//   - Ownership: a source.Source follows the DC's replicated block
+//   - Ownership: a follow.Source follows the DC's replicated block
 //     ownership over the router nodes' Ownership.Watch stream (any node;
 //     it fails over between them and resumes by raft index, or from a
 //     snapshot).

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kvrouter/kvrouter/node/eventplane"
+	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/relay/follow"
 	"github.com/kvrouter/kvrouter/relay/producer"
-	"github.com/kvrouter/kvrouter/relay/source"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
@@ -24,11 +24,11 @@ import (
 // batch, which every pool gets (its part may be empty: the pool then holds
 // nothing) and applies as a difference. Session changes go to the session
 // summary.
-func (r *Relay) feed(ctx context.Context, reg *eventplane.Registry) {
+func (r *Relay) feed(ctx context.Context, reg *fleet.Registry) {
 	for {
 		b, err := r.src.Next(ctx)
 		if err != nil {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, source.ErrClosed) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, follow.ErrClosed) {
 				r.log.Error("ownership stream ended", "err", err)
 			}
 			return
@@ -60,7 +60,7 @@ func (r *Relay) feedSessions(b producer.Batch) {
 }
 
 // split sorts one batch's changes by pool.
-func (r *Relay) split(reg *eventplane.Registry, changes []producer.Change) map[string][]producer.Change {
+func (r *Relay) split(reg *fleet.Registry, changes []producer.Change) map[string][]producer.Change {
 	out := map[string][]producer.Change{}
 	models := map[routing.WorkerID]string{}
 	for _, e := range reg.Engines() {
@@ -99,7 +99,7 @@ func (r *Relay) Unmapped() uint64 { return r.unmapped.Load() }
 // loads publishes each pool's load (from the engines' heartbeats) with
 // the summaries' heartbeats, and records the DC's total for the gateway,
 // every HeartbeatInterval.
-func (r *Relay) loads(ctx context.Context, reg *eventplane.Registry) {
+func (r *Relay) loads(ctx context.Context, reg *fleet.Registry) {
 	t := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -124,7 +124,7 @@ func (r *Relay) loads(ctx context.Context, reg *eventplane.Registry) {
 
 // poolLoad sums the reported loads of a model's ranks; utilization is the
 // share of their KV capacity held by active requests.
-func poolLoad(reg *eventplane.Registry, model string) producer.Load {
+func poolLoad(reg *fleet.Registry, model string) producer.Load {
 	var l producer.Load
 	var capacity int64
 	for _, w := range reg.Workers(model) {

@@ -19,16 +19,16 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/mtls"
-	"github.com/kvrouter/kvrouter/node/eventplane"
-	"github.com/kvrouter/kvrouter/node/natsbus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 	"github.com/kvrouter/kvrouter/relay/filter"
+	"github.com/kvrouter/kvrouter/relay/follow"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
-	"github.com/kvrouter/kvrouter/relay/source"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
@@ -210,7 +210,7 @@ type Relay struct {
 	upstream *http.Transport
 	cons     *consumer.Consumer
 	gw       *gateway.Gateway
-	src      *source.Source
+	src      *follow.Source
 
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
@@ -285,7 +285,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r.upstream = gateway.NewTransport(wanClient)
-	if r.src, err = source.New(source.Config{Addrs: cfg.ClusterAPIs,
+	if r.src, err = follow.New(follow.Config{Addrs: cfg.ClusterAPIs,
 		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(grpcCreds(clusterTLS))}, Logger: r.log}, rng); err != nil {
 		return nil, err
 	}
@@ -453,12 +453,12 @@ func (r *Relay) run(ctx context.Context) error {
 
 // openRegistry follows the DC's engine cards (no KV events) to learn each
 // engine's pool and load.
-func (r *Relay) openRegistry(ctx context.Context) (*eventplane.Plane, func(), error) {
+func (r *Relay) openRegistry(ctx context.Context) (*fleet.Plane, func(), error) {
 	bus, err := natsbus.Open(natsbus.Config{URL: r.cfg.NATS, Name: r.cfg.Name}, r.log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}
-	plane, err := eventplane.New(eventplane.Config{DC: r.cfg.DC, NoKVEvents: true}, bus.Conn, nil, nil, r.log)
+	plane, err := fleet.New(fleet.Config{DC: r.cfg.DC, NoKVEvents: true}, bus.Conn, nil, nil, r.log)
 	if err != nil {
 		bus.Close()
 		return nil, nil, err

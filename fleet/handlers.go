@@ -1,4 +1,4 @@
-package eventplane
+package fleet
 
 import (
 	"github.com/nats-io/nats.go"

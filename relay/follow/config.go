@@ -1,4 +1,4 @@
-package source
+package follow
 
 import (
 	"errors"
@@ -28,14 +28,14 @@ const (
 // Sentinel errors of the package.
 var (
 	// ErrConfig is returned by New for a Config that fails validation.
-	ErrConfig = errors.New("source: invalid config")
+	ErrConfig = errors.New("follow: invalid config")
 	// ErrClosed is returned by Next after Close.
-	ErrClosed = errors.New("source: closed")
+	ErrClosed = errors.New("follow: closed")
 	// ErrGap marks a stream that broke the ordering contract (a batch
 	// whose prev_index is above the last delivered index, an index that
 	// does not increase, a malformed snapshot); the stream is dropped and
 	// resumed, and Stats.Gaps counts it.
-	ErrGap = errors.New("source: ownership stream out of order")
+	ErrGap = errors.New("follow: ownership stream out of order")
 )
 
 // Config configures a Source.

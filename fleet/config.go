@@ -1,4 +1,4 @@
-package eventplane
+package fleet
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 // ErrConfig is returned for an invalid Config; the message names the key.
-var ErrConfig = errors.New("eventplane: invalid config")
+var ErrConfig = errors.New("fleet: invalid config")
 
 // Defaults of Config. Engines heartbeat every DefaultHeartbeatInterval.
 const (

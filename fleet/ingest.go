@@ -1,4 +1,4 @@
-package eventplane
+package fleet
 
 import (
 	"errors"
@@ -146,7 +146,7 @@ func (g *ingester) applyLive(w routing.Worker, s *stream, events []routing.Event
 			var n int
 			n, err = g.run.ApplyRun(events[i:])
 			if n == 0 && err == nil {
-				err = errors.New("eventplane: the index took no event of a run")
+				err = errors.New("fleet: the index took no event of a run")
 			}
 			g.ctr.events(events[i:i+n], statusOK)
 			if i += n; err == nil {

@@ -1,4 +1,4 @@
-package eventplane
+package fleet
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
@@ -18,11 +18,11 @@ import (
 var (
 	// ErrUnknownEngine is returned for a heartbeat of an engine that is not
 	// registered; the engine's next card registers it.
-	ErrUnknownEngine = errors.New("eventplane: unknown engine")
+	ErrUnknownEngine = errors.New("fleet: unknown engine")
 	// ErrStaleCard is returned for a heartbeat whose incarnation or card
 	// checksum differs from the registered card; the engine's next card
 	// replaces it.
-	ErrStaleCard = errors.New("eventplane: heartbeat does not match the registered card")
+	ErrStaleCard = errors.New("fleet: heartbeat does not match the registered card")
 )
 
 // Change says what a registration did.

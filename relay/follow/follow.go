@@ -1,4 +1,4 @@
-package source
+package follow
 
 import (
 	"context"
@@ -195,7 +195,7 @@ func (s *Source) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	cc, err := grpc.NewClient(addr, s.cfg.DialOptions...)
 	if err != nil {
-		return nil, fmt.Errorf("source: dialing %s: %w", addr, err)
+		return nil, fmt.Errorf("follow: dialing %s: %w", addr, err)
 	}
 	s.conns[addr] = cc
 	return cc, nil

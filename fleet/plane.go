@@ -1,4 +1,4 @@
-package eventplane
+package fleet
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/kvrouter/kvrouter/node/metrics"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -19,9 +19,9 @@ import (
 // Lifecycle errors.
 var (
 	// ErrStarted is returned by a second Start.
-	ErrStarted = errors.New("eventplane: already started")
+	ErrStarted = errors.New("fleet: already started")
 	// ErrClosed is returned by Start after Close.
-	ErrClosed = errors.New("eventplane: closed")
+	ErrClosed = errors.New("fleet: closed")
 )
 
 // Plane is one router node's NATS event plane for one DC: the engine
@@ -167,10 +167,10 @@ func (p *Plane) subscribe() error {
 		return err
 	}
 	if err := p.nc.Flush(); err != nil {
-		return fmt.Errorf("eventplane: flush subscriptions: %w", err)
+		return fmt.Errorf("fleet: flush subscriptions: %w", err)
 	}
 	if err := p.nc.Publish(kvrpb.SubjectDiscover(p.cfg.DC), nil); err != nil {
-		return fmt.Errorf("eventplane: discover: %w", err)
+		return fmt.Errorf("fleet: discover: %w", err)
 	}
 	p.started.Store(p.cfg.Now().UnixNano())
 	p.setConnected()
@@ -180,7 +180,7 @@ func (p *Plane) subscribe() error {
 func (p *Plane) sub(subject string, h nats.MsgHandler) error {
 	s, err := p.nc.Subscribe(subject, h)
 	if err != nil {
-		return fmt.Errorf("eventplane: subscribe %s: %w", subject, err)
+		return fmt.Errorf("fleet: subscribe %s: %w", subject, err)
 	}
 	// The KV stream may burst far beyond the default pending limits while
 	// the applier is busy; losing messages there only costs a resync, but

@@ -1,4 +1,4 @@
-// Package source feeds a relay producer from its DC's replicated block
+// Package follow feeds a relay producer from its DC's replicated block
 // ownership: a producer.Source over the Ownership.Watch gRPC stream that
 // every router node serves from its raft FSM (consensus.OwnershipLog,
 // proto/kvr/v1/ownership.proto).
@@ -55,4 +55,4 @@
 // A Source is used by one goroutine at a time (producer.Run's); Stats,
 // Index and Close are safe to call from any goroutine. Close ends a
 // blocked Next with ErrClosed and closes every connection.
-package source
+package follow

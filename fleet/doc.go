@@ -1,6 +1,8 @@
-// Package eventplane is a router node's NATS event plane for one DC: the
-// registry of live engines and the ingestion of their KV events into the
-// exact prefix index.
+// Package fleet is the engines of one DC as a router process sees them:
+// the registry of live engines and the ingestion of their KV events into
+// the exact prefix index, today over kvrouter's NATS protocol. The router
+// node and the relay both use it; it imports only routing, proto and
+// internal packages, never node or relay.
 //
 // # Registry
 //
@@ -100,4 +102,4 @@
 //
 // Time comes from Config.Now, so tests control liveness; only the sweep
 // period and snapshot timeouts use real timers.
-package eventplane
+package fleet

@@ -1,4 +1,4 @@
-package source
+package follow
 
 import (
 	"context"
