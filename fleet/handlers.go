@@ -37,19 +37,28 @@ func (p *Plane) onCard(data []byte) {
 		p.log.Debug("malformed worker card", "err", err)
 		return
 	}
+	p.register(card, itemReset)
+}
+
+// register records a card. A new or restarted engine's index state is
+// dropped and rebuilt: by a snapshot resync of each rank (itemReset) for
+// engines that answer kvrouter's snapshot requests, or from the engine's
+// own event source (itemRemove) for declared engines.
+func (p *Plane) register(card *kvrpb.WorkerCard, rebuild itemKind) (Change, error) {
 	change, err := p.reg.Register(card, p.cfg.Now())
 	if err != nil {
 		p.ctr.malformed("card")
-		return
+		return change, err
 	}
 	if change == Refreshed {
-		return
+		return change, nil
 	}
 	p.log.Info("engine registered", "worker", card.EngineId, "change", change.String(),
-		"model", card.Model, "ranks", card.DpSize, "incarnation", card.Incarnation)
+		"model", card.Model, "ranks", card.DpSize, "incarnation", card.Incarnation, "endpoint", card.EndpointUrl)
 	if p.ing != nil && (change == Added || change == Restarted) {
-		p.post(item{kind: itemReset, w: routing.Worker{ID: routing.WorkerID(card.EngineId)}, n: uint64(card.DpSize)})
+		p.post(item{kind: rebuild, w: routing.Worker{ID: routing.WorkerID(card.EngineId)}, n: uint64(card.DpSize)})
 	}
+	return change, nil
 }
 
 func (p *Plane) onHeartbeat(data []byte) {
@@ -58,13 +67,18 @@ func (p *Plane) onHeartbeat(data []byte) {
 		p.ctr.malformed("heartbeat")
 		return
 	}
+	_ = p.beat(hb)
+}
+
+// beat records a heartbeat and has the ingester check each rank's tail.
+func (p *Plane) beat(hb *kvrpb.Heartbeat) error {
 	if err := p.reg.Heartbeat(hb, p.cfg.Now()); err != nil {
 		p.ctr.refusedHeartbeat()
 		p.log.Debug("heartbeat refused", "worker", hb.EngineId, "err", err)
-		return
+		return err
 	}
 	if p.ing == nil {
-		return
+		return nil
 	}
 	for _, l := range hb.Loads {
 		if l != nil {
@@ -72,6 +86,7 @@ func (p *Plane) onHeartbeat(data []byte) {
 			p.post(item{kind: itemTail, w: w, n: l.LastEventId})
 		}
 	}
+	return nil
 }
 
 func (p *Plane) onDeregister(data []byte) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/fleet/declared"
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/frontend"
@@ -50,6 +51,17 @@ type Config struct {
 	// Cluster.RaftAddr is empty.
 	Cluster ClusterConfig
 
+	// Engines (engine) declares engines that carry no kvrouter code, such
+	// as stock vLLM or SGLang servers: one entry per engine and
+	// data-parallel rank, in fleet/declared's key=value form. EngineDNS
+	// (engine_dns) finds such engines by DNS (a headless Service's A/AAAA
+	// or SRV records). Both are parsed by Validate into declared and
+	// declaredDNS.
+	Engines     []string
+	EngineDNS   []string
+	declared    []declared.Spec
+	declaredDNS []declared.DNSSpec
+
 	Dispatch dispatch.Config
 	Events   fleet.Config
 	Frontend frontend.Config
@@ -84,6 +96,9 @@ func (c *Config) Validate() error {
 	if err := c.Cluster.validate(c.NodeID); err != nil {
 		return err
 	}
+	if err := c.parseDeclared(); err != nil {
+		return err
+	}
 	c.Events.DC = c.DC
 	c.Events.NoKVEvents = c.Dispatch.ApproximateMode
 	if err := c.Events.EnsureDefaults().Validate(); err != nil {
@@ -108,6 +123,30 @@ func (c *Config) Validate() error {
 	}
 	// The frontend's options are validated, with its defaults applied, by
 	// frontend.New when Run starts it.
+	return nil
+}
+
+// parseDeclared parses the engine and engine_dns entries; errors name the
+// option and the entry.
+func (c *Config) parseDeclared() error {
+	c.declared, c.declaredDNS = nil, nil
+	for _, e := range c.Engines {
+		sp, err := declared.ParseSpec(e)
+		if err != nil {
+			return fmt.Errorf("%w: engine %q: %w", ErrConfig, e, err)
+		}
+		c.declared = append(c.declared, sp)
+	}
+	if _, err := declared.Group(c.declared); err != nil {
+		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
+	}
+	for _, e := range c.EngineDNS {
+		d, err := declared.ParseDNS(e)
+		if err != nil {
+			return fmt.Errorf("%w: engine_dns %q: %w", ErrConfig, e, err)
+		}
+		c.declaredDNS = append(c.declaredDNS, d)
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/fleet/declared"
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
@@ -202,12 +204,46 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	defer plane.Close()
+	stopDeclared, err := n.startDeclared(ctx, plane)
+	if err != nil {
+		return err
+	}
+	defer stopDeclared()
 	if cl != nil && plIdx != nil {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		cl.wg.Go(func() { cl.reconcile(rctx, plane, n.cfg.Events.LivenessTimeout) })
 	}
 	return n.serve(ctx, disp, reg)
+}
+
+// startDeclared probes the engines declared by engine and engine_dns
+// entries, if any, and returns what stops the probes.
+func (n *Node) startDeclared(ctx context.Context, plane *fleet.Plane) (func(), error) {
+	if len(n.cfg.declared) == 0 && len(n.cfg.declaredDNS) == 0 {
+		return func() {}, nil
+	}
+	client := n.engineClient()
+	m, err := declared.NewManager(declared.Config{APIKey: n.cfg.Frontend.EngineAPIKey, Log: n.log,
+		Client: client, Failures: n.metrics.EngineProbeFailures}, n.cfg.declared, n.cfg.declaredDNS, plane.DeclaredSink())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	n.log.Info("probing declared engines", "sources", m.String())
+	return func() { cancel(); <-done; client.CloseIdleConnections() }, nil
+}
+
+// engineClient is the HTTP client of the engine probes: it trusts the
+// engines' CA like the proxy does.
+func (n *Node) engineClient() *http.Client {
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}
+	if n.cfg.Frontend.EngineRootCAs != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: n.cfg.Frontend.EngineRootCAs, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr}
 }
 
 func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.Registry) error {

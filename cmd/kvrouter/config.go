@@ -31,7 +31,7 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 		keys := k.Keys()
 		slices.Sort(keys)
 		for _, key := range keys {
-			if err := setFromSource(fs, key, valueString(k.Get(key)), "config file "+path); err != nil {
+			if err := setFromSource(fs, key, valueStrings(k.Get(key)), "config file "+path); err != nil {
 				return err
 			}
 		}
@@ -42,7 +42,7 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 			continue
 		}
 		key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
-		if err := setFromSource(fs, key, val, "environment "+name); err != nil {
+		if err := setFromSource(fs, key, []string{val}, "environment "+name); err != nil {
 			return err
 		}
 	}
@@ -50,7 +50,8 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 }
 
 // setFromSource sets the flag behind key unless the command line set it.
-func setFromSource(fs *pflag.FlagSet, key, val, source string) error {
+// vals is one value, or a YAML list's items.
+func setFromSource(fs *pflag.FlagSet, key string, vals []string, source string) error {
 	name := strings.ReplaceAll(key, "_", "-")
 	f := fs.Lookup(name)
 	if f == nil || name == "config" || name == "help" {
@@ -62,11 +63,12 @@ func setFromSource(fs *pflag.FlagSet, key, val, source string) error {
 	// A slice flag appends on every Set after its first, so a later source
 	// replaces it explicitly instead.
 	if sv, ok := f.Value.(pflag.SliceValue); ok {
-		if err := sv.Replace(strings.Split(val, ",")); err != nil {
+		if err := sv.Replace(listItems(f.Value.Type(), vals)); err != nil {
 			return fmt.Errorf("%s: %s: %w", source, key, err)
 		}
 		return nil
 	}
+	val := strings.Join(vals, ",")
 	if err := fs.Set(name, val); err != nil {
 		return fmt.Errorf("%s: %s: %w", source, key, err)
 	}
@@ -76,17 +78,39 @@ func setFromSource(fs *pflag.FlagSet, key, val, source string) error {
 	return nil
 }
 
-// valueString renders a YAML scalar or list the way the flag parsers read
-// it: lists become comma-separated.
-func valueString(v any) string {
-	if xs, ok := v.([]any); ok {
-		parts := make([]string, len(xs))
-		for i, x := range xs {
-			parts[i] = fmt.Sprint(x)
+// listItems splits a list option's values into items. A repeatable flag
+// whose entries hold commas themselves (stringArray: --engine
+// 'url=...,model=...') takes one entry per YAML list item, and in an
+// environment variable entries separated by ';' or newlines; other lists
+// split on commas.
+func listItems(flagType string, vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		if flagType != "stringArray" {
+			out = append(out, strings.Split(v, ",")...)
+			continue
 		}
-		return strings.Join(parts, ",")
+		for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == '\n' }) {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
 	}
-	return fmt.Sprint(v)
+	return out
+}
+
+// valueStrings renders a YAML scalar, or each item of a YAML list, the way
+// the flag parsers read it.
+func valueStrings(v any) []string {
+	xs, ok := v.([]any)
+	if !ok {
+		return []string{fmt.Sprint(v)}
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return parts
 }
 
 // environ supplies the environment; tests replace it.

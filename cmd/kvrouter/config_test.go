@@ -11,6 +11,7 @@ import (
 )
 
 type testOpts struct {
+	engines  []string
 	addr     string
 	timeout  time.Duration
 	policies []string
@@ -23,6 +24,7 @@ func testFlags(o *testOpts, args ...string) (*pflag.FlagSet, error) {
 	fs.DurationVar(&o.timeout, "liveness-timeout", 3*time.Second, "")
 	fs.StringSliceVar(&o.policies, "policies", []string{"kv"}, "")
 	fs.BoolVar(&o.verbose, "verbose", false, "")
+	fs.StringArrayVar(&o.engines, "engine", nil, "")
 	fs.String("config", "", "")
 	return fs, fs.Parse(args)
 }
@@ -107,5 +109,31 @@ func TestConfigErrorsNameKeyAndSource(t *testing.T) {
 	fs, _ := testFlags(&o)
 	if err := resolveConfig(fs, "/nonexistent.yaml", nil); err == nil || !strings.Contains(err.Error(), "/nonexistent.yaml") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestRepeatableEntriesKeepTheirCommas(t *testing.T) {
+	a, b := "url=http://a:8000,model=M,block-size=64", "url=http://b:8000,model=M"
+	for name, src := range map[string]struct {
+		yaml string
+		env  []string
+	}{
+		"yaml list": {yaml: "engine:\n  - " + a + "\n  - " + b + "\n"},
+		"env":       {env: []string{"KVR_ENGINE=" + a + ";" + b}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var o testOpts
+			fs, _ := testFlags(&o)
+			path := ""
+			if src.yaml != "" {
+				path = writeYAML(t, src.yaml)
+			}
+			if err := resolveConfig(fs, path, src.env); err != nil {
+				t.Fatal(err)
+			}
+			if len(o.engines) != 2 || o.engines[0] != a || o.engines[1] != b {
+				t.Fatalf("engines = %q", o.engines)
+			}
+		})
 	}
 }

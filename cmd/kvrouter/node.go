@@ -39,6 +39,8 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.EngineTLSCA, "engine-tls-ca", "", "PEM CA certificate of engines served over https (default: the system's roots)")
 	fs.StringVar(&c.NATS, "nats", c.NATS, `NATS server: "embedded" runs one in-process, or nats://host:port`)
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port 0: any free port)")
+	fs.StringArrayVar(&c.Engines, "engine", nil, "declare an engine without kvrouter code (repeatable, one per engine and data-parallel rank): url=URL[,model=M][,block-size=16][,kv-events=tcp://h:5557][,replay=tcp://h:5558][,metrics=URL|none][,dp-rank=0][,kv-blocks=N][,max-batched-tokens=N]; in KVR_ENGINE separate entries with ';'")
+	fs.StringArrayVar(&c.EngineDNS, "engine-dns", nil, "find engines by DNS (repeatable): name=HOST (A/AAAA) or srv=NAME, with port=8000, model=M, block-size=16, kv-events-port=P, replay-port=P, metrics-path=/metrics, dp-size=1, scheme=http; re-resolved every 10s")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export request spans over OTLP/gRPC to host:port (off when empty)")
 	cc := &c.Cluster
 	fs.StringVar(&cc.RaftAddr, "raft-addr", "", "run as a member of the DC's raft cluster, with raft on this address (off when empty)")

@@ -45,6 +45,10 @@ type Metrics struct {
 	// outcome ("ok", "error").
 	EventGaps prometheus.Counter
 	Resyncs   *prometheus.CounterVec
+	// EngineProbeFailures counts failed probes of declared engines by
+	// reason (unreachable, unhealthy, model_not_served,
+	// block_size_mismatch, metrics_scrape, dns).
+	EngineProbeFailures *prometheus.CounterVec
 	// NATSConnected is 1 while the node's NATS connection is up.
 	NATSConnected prometheus.Gauge
 
@@ -83,12 +87,13 @@ func New() *Metrics {
 	m.EventsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_applied_total", Help: "KV events handled by kind and status."}, []string{"kind", "status"})
 	m.EventGaps = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_gaps_total", Help: "Gaps detected in engines' KV event streams."})
 	m.Resyncs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_resyncs_total", Help: "Snapshot resyncs of an engine rank by outcome."}, []string{"outcome"})
+	m.EngineProbeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_engine_probe_failures_total", Help: "Failed probes of declared engines (static entries or DNS discovery) by reason."}, []string{"reason"})
 	m.NATSConnected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_nats_connected", Help: "1 while the NATS connection is up."})
 	m.SessionBindings = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_affinity_bindings", Help: "Live session bindings."})
 	m.AffinityEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_affinity_events_total", Help: "Session affinity events (bind, hit, rebind, invalidate, expire, unbind)."}, []string{"event"})
 	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.PredictedHitRate,
 		m.Overhead, m.EngineUnreachable, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
-		m.Resyncs, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
+		m.Resyncs, m.EngineProbeFailures, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
 		f(c)
 	}
 	return m

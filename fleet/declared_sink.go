@@ -1,0 +1,32 @@
+package fleet
+
+import (
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// DeclaredSink registers the engines the operator declares (static
+// entries or DNS discovery, fleet/declared) in the plane's registry. Such
+// an engine answers no snapshot request: when it is new or restarted its
+// index state is dropped, and its own KV-event source (or, without one,
+// the approximate index) rebuilds it. It is safe for concurrent use.
+type DeclaredSink struct{ p *Plane }
+
+// DeclaredSink returns the plane's sink for declared engines.
+func (p *Plane) DeclaredSink() DeclaredSink { return DeclaredSink{p} }
+
+// Card registers or refreshes a declared engine.
+func (s DeclaredSink) Card(c *kvrpb.WorkerCard) error {
+	_, err := s.p.register(c, itemRemove)
+	return err
+}
+
+// Beat reports a declared engine's load and refreshes its liveness.
+func (s DeclaredSink) Beat(h *kvrpb.Heartbeat) error { return s.p.beat(h) }
+
+// Leave removes an engine the declarations no longer list.
+func (s DeclaredSink) Leave(id routing.WorkerID, incarnation uint64) {
+	if _, ok := s.p.reg.Deregister(id, incarnation); ok {
+		s.p.log.Info("declared engine left", "worker", uint64(id))
+	}
+}
