@@ -83,7 +83,7 @@ func gpt2(s string, i int) int {
 	if e := punctuation(s, i, clSpace|clL|clN, ""); e >= 0 {
 		return e
 	}
-	return whitespace(s, i)
+	return spaceRun(s, i, false)
 }
 
 // o200k matches the GPT-OSS pattern, whose first two alternatives split
@@ -233,14 +233,18 @@ func trail(s string, i int, tail string) int {
 // break of a whitespace run; else the whole run at the end of the text; else
 // all of the run but its last character, which then leads the next piece;
 // else one whitespace character.
-func whitespace(s string, i int) int {
+func whitespace(s string, i int) int { return spaceRun(s, i, true) }
+
+// spaceRun is whitespace, without its first alternative (the line breaks)
+// unless lines is set.
+func spaceRun(s string, i int, lines bool) int {
 	end, lastNL := i, -1
 	for end < len(s) {
 		c, n := at(s, end)
 		if c&clSpace == 0 {
 			break
 		}
-		if c&clNL != 0 {
+		if lines && c&clNL != 0 {
 			lastNL = end + n
 		}
 		end += n
