@@ -17,7 +17,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd(), newClusterCmd(), newRelayCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newDemoCmd(), newNodeCmd(), newMockerCmd(), newClusterCmd(), newRelayCmd(), newTokenizeCmd())
 	return root
 }
 
