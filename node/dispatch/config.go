@@ -22,14 +22,12 @@ const (
 	DefaultMaxPromptTokens = 1 << 20
 
 	// TextBytesPerToken converts a text prompt's length to an estimated
-	// token count, for the prompt limit and the load projection. Four bytes
-	// per token is the usual BPE ratio for English and the ratio of the
-	// mocker's pseudo tokens.
-	TextBytesPerToken = 4
+	// token count, for the prompt limit and the load projection; see
+	// policy.TextBytesPerToken.
+	TextBytesPerToken = policy.TextBytesPerToken
 
-	// MaxSessionIDBytes bounds session ids, as the reference router does:
-	// ids are stored per binding and replicated later, so they are bounded.
-	MaxSessionIDBytes = 256
+	// MaxSessionIDBytes bounds session ids: see policy.MaxSessionKeyBytes.
+	MaxSessionIDBytes = policy.MaxSessionKeyBytes
 
 	// DefaultMaxSessions bounds the live session bindings (65,536, the
 	// reference bound): each binding costs a few hundred bytes, so the
