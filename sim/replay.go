@@ -20,16 +20,18 @@ type replay struct {
 	engines []*mocker.Engine
 	router  *router
 
-	next      int // next prompt to arrive
-	decisions []time.Duration
-	ttft      []time.Duration
-	itl       []time.Duration
-	prefill   []float64 // prompt tokens computed, per engine
-	hits      int64
-	blocks    int64
-	outTokens int64
-	done      int
-	last      time.Time
+	next int // next prompt to arrive
+	// nextReport is when the engines next report their load.
+	nextReport time.Time
+	decisions  []time.Duration
+	ttft       []time.Duration
+	itl        []time.Duration
+	prefill    []float64 // prompt tokens computed, per engine
+	hits       int64
+	blocks     int64
+	outTokens  int64
+	done       int
+	last       time.Time
 }
 
 // Run replays prompts through the named policy and returns its figures.
@@ -65,6 +67,9 @@ func newReplay(prompts []Prompt, name string, cfg Config) (*replay, error) {
 		return nil, err
 	}
 	rp.router = r
+	if len(prompts) > 0 {
+		rp.nextReport = rp.arrival(0)
+	}
 	return rp, nil
 }
 
@@ -73,17 +78,21 @@ func (rp *replay) arrival(i int) time.Time {
 	return epoch.Add(time.Duration(float64(rp.prompts[i].Arrival) / rp.cfg.RateScale))
 }
 
-// run is the discrete-event loop: the earliest of the next arrival and the
-// engines' next iteration ends happens next; arrivals win ties so that a
-// request arriving as an iteration ends can join the next one.
+// run is the discrete-event loop: the earliest of the next load report,
+// the next arrival and the engines' next iteration ends happens next;
+// reports win ties, then arrivals, so that a request arriving as an
+// iteration ends can join the next one.
 func (rp *replay) run(ctx context.Context) error {
 	for steps := 0; ; steps++ {
 		if steps%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		ei, et, busy := rp.nextEngine()
+		arriving := rp.next < len(rp.prompts)
 		switch {
-		case rp.next < len(rp.prompts) && (!busy || !rp.arrival(rp.next).After(et)):
+		case (arriving || busy) && rp.reportDue(arriving, busy, et):
+			rp.report()
+		case arriving && (!busy || !rp.arrival(rp.next).After(et)):
 			if err := rp.admit(rp.next); err != nil {
 				return err
 			}
@@ -99,6 +108,27 @@ func (rp *replay) run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// reportDue says whether the next load report comes before the next
+// arrival and the next iteration end.
+func (rp *replay) reportDue(arriving, busy bool, et time.Time) bool {
+	if rp.cfg.NoLoadReports {
+		return false
+	}
+	if arriving && rp.arrival(rp.next).Before(rp.nextReport) {
+		return false
+	}
+	return !busy || !et.Before(rp.nextReport)
+}
+
+// report publishes every engine's load to the router, as the engines'
+// heartbeats do, and schedules the next report.
+func (rp *replay) report() {
+	for i, e := range rp.engines {
+		rp.router.reports.set(i, e.Load().Routing())
+	}
+	rp.nextReport = rp.nextReport.Add(rp.cfg.ReportInterval)
 }
 
 func (rp *replay) nextEngine() (int, time.Time, bool) {
@@ -140,18 +170,16 @@ func (rp *replay) step(i int, t time.Time) error {
 		}
 	}
 	for _, ft := range res.FirstTokens {
-		if err := rp.router.tracker.PrefillComplete(ft.ID); err != nil {
-			return err
-		}
+		rp.router.firstToken(ft.ID, t)
 	}
 	for _, c := range res.Finished {
+		rp.router.done(c.ID, t)
 		rp.finish(i, c)
 	}
 	return nil
 }
 
 func (rp *replay) finish(i int, c mocker.Completion) {
-	rp.router.tracker.Free(c.ID)
 	rp.done++
 	rp.ttft = append(rp.ttft, c.TTFT())
 	if c.OutputTokens > 1 {

@@ -41,16 +41,14 @@ const (
 	MaxAffinityTTL = 365 * 24 * time.Hour
 
 	// DefaultExpireInterval is how often, at most, Route sweeps the load
-	// tracker for requests whose completion never arrived. The reference
-	// sweeps every 60 s; the sweep scans every active request.
-	DefaultExpireInterval = 60 * time.Second
+	// trackers for requests whose completion never arrived; see
+	// policy.DefaultExpireInterval.
+	DefaultExpireInterval = policy.DefaultExpireInterval
 
 	// DefaultSuspectTimeout is how long an engine that a request could not
-	// reach is left out of selection: the event plane's default liveness
-	// timeout (3 s), by which a dead engine has been dropped and a live one
-	// has had time to come back. The node sets it to its own liveness
-	// timeout.
-	DefaultSuspectTimeout = 3 * time.Second
+	// reach is left out of selection; see policy.DefaultSuspectTimeout. The
+	// node sets it to its own liveness timeout.
+	DefaultSuspectTimeout = policy.DefaultSuspectTimeout
 
 	// maxBlockSize bounds an explicit block size as the card decoder does.
 	maxBlockSize = 1 << 16

@@ -17,6 +17,19 @@ const TextBytesPerToken = 4
 // convert a text overlap in chunks to blocks of the workers' block size.
 const textTokensPerChunk = routing.DefaultTextBlockBytes / TextBytesPerToken
 
+// Defaults of DeciderConfig.
+const (
+	// DefaultSuspectTimeout is how long an engine that a request could not
+	// reach is left out: the event plane's default liveness timeout (3 s),
+	// by which a dead engine has been dropped and a live one has had time
+	// to come back.
+	DefaultSuspectTimeout = 3 * time.Second
+	// DefaultExpireInterval is how often, at most, the load trackers are
+	// swept for requests whose end never arrived. The reference sweeps
+	// every 60 s; the sweep scans every active request.
+	DefaultExpireInterval = 60 * time.Second
+)
+
 // randStream is the PCG stream of the selectors' generator ("dispatch"),
 // so that DeciderConfig.Seed alone fixes the sequence.
 const randStream = 0x6469737061746368
@@ -47,11 +60,12 @@ type DeciderConfig struct {
 	// until the engine's events catch up.
 	PredictTTL time.Duration
 	// MaxRequestAge frees a booking whose end never arrived (0: never);
-	// the sweep runs at most once per ExpireInterval of the clock.
+	// the sweep runs at most once per ExpireInterval of the clock (default
+	// DefaultExpireInterval).
 	MaxRequestAge  time.Duration
 	ExpireInterval time.Duration
 	// SuspectTimeout is how long an engine a request could not reach is
-	// left out of the candidates.
+	// left out of the candidates. Default DefaultSuspectTimeout.
 	SuspectTimeout time.Duration
 	// Bindings is the session store; nil turns session affinity off.
 	// AffinityMode and MaxSessions say how bindings are followed and how
@@ -120,7 +134,10 @@ func (c DeciderConfig) withDefaults() DeciderConfig {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	if c.ExpireInterval <= 0 {
-		c.ExpireInterval = time.Minute
+		c.ExpireInterval = DefaultExpireInterval
+	}
+	if c.SuspectTimeout == 0 {
+		c.SuspectTimeout = DefaultSuspectTimeout
 	}
 	return c
 }
