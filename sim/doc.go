@@ -15,22 +15,24 @@
 // the booking. The request is submitted to the engine. Engines run
 // continuous batching on the virtual clock; their KV events flow back into
 // the index when the iteration that produced them ends, their first tokens
-// and completions end the booking as a node's frontend does, and every
-// Config.ReportInterval each engine reports its load as its heartbeat
-// would. With KV events off the router runs in approximate mode instead:
+// and completions end the booking as a node's frontend does, and once per
+// Config.ReportInterval the router takes every engine's load report, as a
+// node receives heartbeats. With KV events off the router runs in approximate mode instead:
 // it records its own decisions in a TTL index and never sees the engines'
 // caches. Nothing here copies a decision step: a change to the router's
 // decisions shows in the simulation.
 //
 // Against the replay of earlier versions, which re-implemented matching,
-// projection and selection without engine reports, the kv policy on the
-// bundled trace sees a little less cache and a higher TTFT (mean 2.9 s
-// then, 3.2 s now on four engines): the mocker reports a waiting
-// request's whole prompt as prefill work, more than the router books for
-// it, and the node adds that excess to its projection. NoLoadReports
-// turns the reports off (2.6 s). The selectors' random tie-breaks now
+// projection and selection without engine reports, round-robin is
+// unchanged on the bundled trace and the kv policy sees a little less
+// cache and a higher TTFT: over seeds 1-3 on four engines, mean TTFT 2.6,
+// 3.3 and 3.3 s against 2.9, 2.6 and 2.8 s before. The mocker reports a
+// waiting request's whole prompt as prefill work, more than the router
+// books for it, and the node adds that excess to its projection, as it
+// does for requests other router nodes sent. NoLoadReports turns the
+// reports off (2.6, 2.5 and 2.6 s). The selectors' random tie-breaks now
 // draw from the node's generator stream, so a seed gives the node's
-// choices; round-robin is unchanged.
+// choices.
 //
 // Determinism. For a given workload, configuration and seed, every figure of
 // a Result is reproducible except the routing decision times, which are

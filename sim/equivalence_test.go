@@ -55,8 +55,8 @@ func TestSimRoutesAsTheNode(t *testing.T) {
 		clock = clock.Add(time.Duration(in.rng.IntN(300)) * time.Millisecond)
 		in.events()
 		if in.rng.IntN(8) == 0 {
-			simr.reports.set(in.rng.IntN(engines), routing.Load{PrefillTokens: in.rng.Int64N(9000),
-				DecodeBlocks: in.rng.Int64N(3000), ActiveRequests: in.rng.Int64N(20)})
+			simr.reports[infos[in.rng.IntN(engines)].Worker] = routing.Load{PrefillTokens: in.rng.Int64N(9000),
+				DecodeBlocks: in.rng.Int64N(3000), ActiveRequests: in.rng.Int64N(20)}
 		}
 		tokens, session := in.request()
 		id := fmt.Sprint("r", i)
@@ -105,7 +105,7 @@ func TestSimRoutesAsTheNode(t *testing.T) {
 // the same load reports as the simulator's router.
 type registry struct {
 	infos   []routing.WorkerInfo
-	reports *reports
+	reports reports
 }
 
 func (r *registry) Workers(string) ([]routing.WorkerInfo, bool) { return r.infos, true }

@@ -67,9 +67,6 @@ func newReplay(prompts []Prompt, name string, cfg Config) (*replay, error) {
 		return nil, err
 	}
 	rp.router = r
-	if len(prompts) > 0 {
-		rp.nextReport = rp.arrival(0)
-	}
 	return rp, nil
 }
 
@@ -78,21 +75,17 @@ func (rp *replay) arrival(i int) time.Time {
 	return epoch.Add(time.Duration(float64(rp.prompts[i].Arrival) / rp.cfg.RateScale))
 }
 
-// run is the discrete-event loop: the earliest of the next load report,
-// the next arrival and the engines' next iteration ends happens next;
-// reports win ties, then arrivals, so that a request arriving as an
-// iteration ends can join the next one.
+// run is the discrete-event loop: the earliest of the next arrival and the
+// engines' next iteration ends happens next; arrivals win ties so that a
+// request arriving as an iteration ends can join the next one.
 func (rp *replay) run(ctx context.Context) error {
 	for steps := 0; ; steps++ {
 		if steps%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		ei, et, busy := rp.nextEngine()
-		arriving := rp.next < len(rp.prompts)
 		switch {
-		case (arriving || busy) && rp.reportDue(arriving, busy, et):
-			rp.report()
-		case arriving && (!busy || !rp.arrival(rp.next).After(et)):
+		case rp.next < len(rp.prompts) && (!busy || !rp.arrival(rp.next).After(et)):
 			if err := rp.admit(rp.next); err != nil {
 				return err
 			}
@@ -110,25 +103,17 @@ func (rp *replay) run(ctx context.Context) error {
 	}
 }
 
-// reportDue says whether the next load report comes before the next
-// arrival and the next iteration end.
-func (rp *replay) reportDue(arriving, busy bool, et time.Time) bool {
-	if rp.cfg.NoLoadReports {
-		return false
+// report gives the router every engine's load, as the engines' heartbeats
+// do, once per ReportInterval: the load the router sees is up to one
+// interval old, as a heartbeat's is.
+func (rp *replay) report(now time.Time) {
+	if rp.cfg.NoLoadReports || now.Before(rp.nextReport) {
+		return
 	}
-	if arriving && rp.arrival(rp.next).Before(rp.nextReport) {
-		return false
+	for _, e := range rp.engines {
+		rp.router.reports[e.Info().Worker] = e.Load().Routing()
 	}
-	return !busy || !et.Before(rp.nextReport)
-}
-
-// report publishes every engine's load to the router, as the engines'
-// heartbeats do, and schedules the next report.
-func (rp *replay) report() {
-	for i, e := range rp.engines {
-		rp.router.reports.set(i, e.Load().Routing())
-	}
-	rp.nextReport = rp.nextReport.Add(rp.cfg.ReportInterval)
+	rp.nextReport = now.Add(rp.cfg.ReportInterval)
 }
 
 func (rp *replay) nextEngine() (int, time.Time, bool) {
@@ -145,6 +130,7 @@ func (rp *replay) admit(i int) error {
 	p := &rp.prompts[i]
 	now := rp.arrival(i)
 	id := strconv.Itoa(i)
+	rp.report(now)
 	slot, took, err := rp.router.route(id, p, now)
 	if err != nil {
 		return fmt.Errorf("routing request %d: %w", i, err)

@@ -18,7 +18,7 @@ import (
 type router struct {
 	idx      *index.Exact // nil in approximate mode
 	core     *policy.Decider
-	reports  *reports
+	reports  reports
 	infos    []routing.WorkerInfo
 	slot     map[routing.Worker]int
 	bookings map[string]*policy.Booking
@@ -30,7 +30,7 @@ type router struct {
 // own, from the simulation's configuration.
 func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, error) {
 	r := &router{infos: infos, slot: make(map[routing.Worker]int, len(infos)),
-		bookings: make(map[string]*policy.Booking), reports: newReports(len(infos))}
+		bookings: make(map[string]*policy.Booking), reports: make(reports)}
 	for i, in := range infos {
 		r.slot[in.Worker] = i
 	}
@@ -113,27 +113,13 @@ func (r *router) done(id string, now time.Time) {
 }
 
 // reports are the engines' load reports as a router node holds them: the
-// last heartbeat of each engine, sampled by the replay every
-// Config.ReportInterval of virtual time.
-type reports struct {
-	loads []routing.Load
-	seen  []bool
-}
+// last heartbeat of each engine.
+type reports map[routing.Worker]routing.Load
 
-var _ policy.LoadReporter = (*reports)(nil)
+var _ policy.LoadReporter = reports(nil)
 
-func newReports(n int) *reports {
-	return &reports{loads: make([]routing.Load, n), seen: make([]bool, n)}
-}
-
-// set records engine slot i's report.
-func (r *reports) set(i int, l routing.Load) { r.loads[i], r.seen[i] = l, true }
-
-// Load implements policy.LoadReporter; engine ids are slots plus one.
-func (r *reports) Load(w routing.Worker) (routing.Load, bool) {
-	i := int(w.ID) - 1
-	if i < 0 || i >= len(r.loads) || !r.seen[i] {
-		return routing.Load{}, false
-	}
-	return r.loads[i], true
+// Load implements policy.LoadReporter.
+func (r reports) Load(w routing.Worker) (routing.Load, bool) {
+	l, ok := r[w]
+	return l, ok
 }
