@@ -98,10 +98,13 @@ func (d *Dispatcher) buildBindings() error {
 	if d.bindings != nil {
 		return nil
 	}
-	b, err := NewMemBindings(MemConfig{TTL: d.cfg.AffinityTTL, MaxSessions: d.cfg.MaxSessions,
+	b, err := policy.NewMemBindings(policy.MemConfig{TTL: d.cfg.AffinityTTL, MaxSessions: d.cfg.MaxSessions,
 		OnExpire: func(n int) { d.obs.affinity(policy.AffinityExpire, n) }})
+	if err != nil {
+		return configError("%w", err)
+	}
 	d.bindings = b
-	return err
+	return nil
 }
 
 // Models implements Router: the models served by live engines.

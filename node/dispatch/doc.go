@@ -82,7 +82,7 @@
 //     new session beyond it is ErrSessionLimit. Ids are at most 256 bytes.
 //
 // The store is behind the Bindings interface (policy.Bindings):
-// MemBindings for one node, the DC's Raft-replicated store for a cluster.
+// policy.MemBindings for one node, the DC's Raft-replicated store for a cluster.
 //
 // # Unreachable engines
 //
@@ -112,7 +112,7 @@
 // The dispatcher does not proxy, queue or retry requests, and does not
 // feed the exact index (the event plane does). It does not mix block sizes
 // within a model, model engine-side prefill timing, or carry bindings
-// across nodes (MemBindings is local). Nothing here panics on bad input.
+// across nodes (policy.MemBindings is local). Nothing here panics on bad input.
 //
 // # Concurrency
 //
