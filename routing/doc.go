@@ -7,7 +7,8 @@
 //     (TTL and LRU) index and the predict-on-route side index;
 //   - routing/load: active-sequence load tracking per worker;
 //   - routing/policy: eligibility filters, the KV cost model and the other
-//     selectors.
+//     selectors, and the Decider that composes index, load and policy into
+//     the one decision path of the router node and the simulator.
 //
 // Guarantees. Everything under routing is deterministic: no package reads the
 // wall clock, opens a socket or touches a disk. Time enters as explicit

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/routing/policy"
@@ -38,6 +39,21 @@ type Config struct {
 	// NoKVEvents runs the router in approximate mode: it ignores the
 	// engines' KV events and indexes its own decisions with a TTL.
 	NoKVEvents bool
+	// PredictTTL enables the router's predict-on-route side index with
+	// this TTL, as the node's router-predicted-ttl does. Default 0 (off),
+	// the node's default.
+	PredictTTL time.Duration
+	// AffinityTTL enables session affinity for prompts that carry a
+	// session, with this idle TTL; AffinityMode and MaxSessions are the
+	// node's keys of the same names. Default 0 (off), the node's default.
+	AffinityTTL  time.Duration
+	AffinityMode policy.AffinityMode
+	MaxSessions  int
+	// ReportInterval is the period of the engines' load reports, which the
+	// router adds to its own bookings as a node adds heartbeats. Default
+	// DefaultReportInterval. NoLoadReports turns them off.
+	ReportInterval time.Duration
+	NoLoadReports  bool
 }
 
 // Defaults for Config.
@@ -47,6 +63,10 @@ const (
 	// MaxEngines bounds a simulation's fleet; beyond it a replay of the
 	// bundled trace no longer fits in a minute on two cores.
 	MaxEngines = 1024
+	// DefaultReportInterval is the mocker's heartbeat interval.
+	DefaultReportInterval = 500 * time.Millisecond
+	// DefaultMaxSessions is the node's bound on session bindings.
+	DefaultMaxSessions = 1 << 16
 )
 
 // withDefaults returns c with every zero field set to its default.
@@ -62,6 +82,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = DefaultReportInterval
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
 	}
 	c.Engine.BlockSize = c.BlockSize
 	c.Engine.EnsureDefaults()
@@ -82,6 +108,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: block_size must divide 512, got %d", ErrConfig, c.BlockSize)
 	case !(c.RateScale > 0) || c.RateScale > 1e6:
 		return fmt.Errorf("%w: rate_scale must be in (0, 1e6], got %v", ErrConfig, c.RateScale)
+	case c.PredictTTL < 0 || c.AffinityTTL < 0 || c.MaxSessions < 0:
+		return fmt.Errorf("%w: predict_ttl, affinity_ttl and max_sessions must be >= 0", ErrConfig)
+	case c.ReportInterval < 0:
+		return fmt.Errorf("%w: report_interval must be > 0, got %v", ErrConfig, c.ReportInterval)
 	}
 	if err := c.Engine.Validate(); err != nil {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)

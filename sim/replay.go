@@ -20,16 +20,18 @@ type replay struct {
 	engines []*mocker.Engine
 	router  *router
 
-	next      int // next prompt to arrive
-	decisions []time.Duration
-	ttft      []time.Duration
-	itl       []time.Duration
-	prefill   []float64 // prompt tokens computed, per engine
-	hits      int64
-	blocks    int64
-	outTokens int64
-	done      int
-	last      time.Time
+	next int // next prompt to arrive
+	// nextReport is when the engines next report their load.
+	nextReport time.Time
+	decisions  []time.Duration
+	ttft       []time.Duration
+	itl        []time.Duration
+	prefill    []float64 // prompt tokens computed, per engine
+	hits       int64
+	blocks     int64
+	outTokens  int64
+	done       int
+	last       time.Time
 }
 
 // Run replays prompts through the named policy and returns its figures.
@@ -101,6 +103,19 @@ func (rp *replay) run(ctx context.Context) error {
 	}
 }
 
+// report gives the router every engine's load, as the engines' heartbeats
+// do, once per ReportInterval: the load the router sees is up to one
+// interval old, as a heartbeat's is.
+func (rp *replay) report(now time.Time) {
+	if rp.cfg.NoLoadReports || now.Before(rp.nextReport) {
+		return
+	}
+	for _, e := range rp.engines {
+		rp.router.reports[e.Info().Worker] = e.Load().Routing()
+	}
+	rp.nextReport = now.Add(rp.cfg.ReportInterval)
+}
+
 func (rp *replay) nextEngine() (int, time.Time, bool) {
 	best, bt, ok := -1, time.Time{}, false
 	for i, e := range rp.engines {
@@ -115,6 +130,7 @@ func (rp *replay) admit(i int) error {
 	p := &rp.prompts[i]
 	now := rp.arrival(i)
 	id := strconv.Itoa(i)
+	rp.report(now)
 	slot, took, err := rp.router.route(id, p, now)
 	if err != nil {
 		return fmt.Errorf("routing request %d: %w", i, err)
@@ -140,18 +156,16 @@ func (rp *replay) step(i int, t time.Time) error {
 		}
 	}
 	for _, ft := range res.FirstTokens {
-		if err := rp.router.tracker.PrefillComplete(ft.ID); err != nil {
-			return err
-		}
+		rp.router.firstToken(ft.ID, t)
 	}
 	for _, c := range res.Finished {
+		rp.router.done(c.ID, t)
 		rp.finish(i, c)
 	}
 	return nil
 }
 
 func (rp *replay) finish(i int, c mocker.Completion) {
-	rp.router.tracker.Free(c.ID)
 	rp.done++
 	rp.ttft = append(rp.ttft, c.TTFT())
 	if c.OutputTokens > 1 {

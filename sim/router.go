@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -11,98 +11,115 @@ import (
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
-// router is one router node's decision path, as the replay drives it: the
-// exact index, the load tracker and a policy pipeline over a fixed fleet.
-// Its scratch slices are reused across decisions, as on a real node.
+// router is one router node's decision path as the replay drives it: the
+// exact index the engines' KV events feed, and the node's own Decider
+// (policy.Decider) over a fixed fleet, with an in-memory session store
+// and the engines' load reports. It runs on the replay's virtual clock.
 type router struct {
-	idx *index.Exact
-	// approx replaces idx in approximate mode (no KV events): the router
-	// indexes its own decisions with a TTL.
-	approx    *index.Approx
-	tracker   *load.Tracker
-	pipe      *policy.Pipeline
-	blockSize int
-	infos     []routing.WorkerInfo
-	slot      map[routing.Worker]int
-
-	matches  []routing.Match
-	all      []routing.Match
-	loads    []routing.Load
-	cands    []policy.Candidate
-	decision policy.Decision
+	idx      *index.Exact // nil in approximate mode
+	core     *policy.Decider
+	reports  reports
+	infos    []routing.WorkerInfo
+	slot     map[routing.Worker]int
+	bookings map[string]*policy.Booking
+	sc       policy.Scratch
+	now      time.Time
 }
 
+// newRouter builds the decision path the way a router node configures its
+// own, from the simulation's configuration.
 func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, error) {
-	opts := policy.DefaultOptions(rand.New(rand.NewPCG(cfg.Seed, 0x73696d))) // "sim"
-	opts.KV = *cfg.KV
-	sel, err := policy.New(name, opts)
-	if err != nil {
-		return nil, err
-	}
-	pipe, err := policy.NewPipeline(cfg.Thresholds, sel)
-	if err != nil {
-		return nil, err
-	}
-	tracker, err := load.New(load.DefaultConfig(cfg.BlockSize))
-	if err != nil {
-		return nil, err
-	}
-	r := &router{idx: index.NewExact(), tracker: tracker, pipe: pipe, blockSize: cfg.BlockSize,
-		infos: infos, slot: make(map[routing.Worker]int, len(infos))}
-	if cfg.NoKVEvents {
-		if r.approx, err = index.NewApprox(index.DefaultApproxConfig()); err != nil {
-			return nil, err
-		}
-	}
+	r := &router{infos: infos, slot: make(map[routing.Worker]int, len(infos)),
+		bookings: make(map[string]*policy.Booking), reports: make(reports)}
 	for i, in := range infos {
 		r.slot[in.Worker] = i
+	}
+	if !cfg.NoKVEvents {
+		r.idx = index.NewExact()
+	}
+	dc, err := r.deciderConfig(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if r.core, err = policy.NewDecider(dc, r.idx); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
+// deciderConfig maps the simulation's configuration to the Decider's, with
+// the node's defaults where the simulation has no knob.
+func (r *router) deciderConfig(name string, cfg Config) (policy.DeciderConfig, error) {
+	dc := policy.DeciderConfig{Policy: name, Seed: cfg.Seed, Thresholds: cfg.Thresholds, BlockSize: cfg.BlockSize,
+		Options:         policy.DefaultOptions(nil),
+		ApproximateMode: cfg.NoKVEvents, PredictTTL: cfg.PredictTTL,
+		MaxRequestAge: load.DefaultMaxRequestAge, AffinityMode: cfg.AffinityMode, MaxSessions: cfg.MaxSessions,
+		Now: func() time.Time { return r.now }}
+	dc.Options.KV = *cfg.KV
+	if !cfg.NoLoadReports {
+		dc.Reports = r.reports
+	}
+	if cfg.AffinityTTL > 0 {
+		b, err := policy.NewMemBindings(policy.MemConfig{TTL: cfg.AffinityTTL, MaxSessions: cfg.MaxSessions})
+		if err != nil {
+			return dc, err
+		}
+		dc.Bindings = b
+	}
+	return dc, nil
+}
+
 // route picks an engine for p and books the request on it. It returns the
-// chosen engine's slot and how long the decision took on the wall clock.
+// chosen engine's slot and how long the decision (candidates, matching,
+// load projection and selection) took on the wall clock.
 func (r *router) route(id string, p *Prompt, now time.Time) (int, time.Duration, error) {
 	start := time.Now()
-	if r.approx != nil {
-		r.matches = r.approx.FindMatches(p.Hashes, now, r.matches[:0])
-	} else {
-		r.matches = r.idx.FindMatches(p.Hashes, r.matches[:0])
+	r.now = now
+	q := policy.Query{ID: id, Ranks: r.infos, ISLTokens: p.InputTokens, SessionKey: p.Session}
+	if err := r.core.Candidates(&r.sc, &q, now); err != nil {
+		return 0, 0, err
 	}
-	r.all = r.all[:0]
-	for _, in := range r.infos {
-		r.all = append(r.all, routing.Match{Worker: in.Worker})
-	}
-	for _, m := range r.matches {
-		if i, ok := r.slot[m.Worker]; ok {
-			r.all[i].Overlap = m.Overlap
-		}
-	}
-	var err error
-	r.loads, err = r.tracker.Potential(r.loads[:0], load.Query{Hashes: p.Hashes, ISLTokens: p.InputTokens}, r.all)
+	r.sc.Hashes = p.Hashes
+	r.core.Match(&r.sc)
+	ch, err := r.core.Choose(context.Background(), &r.sc, &q)
 	if err != nil {
 		return 0, 0, err
 	}
-	r.cands = r.cands[:0]
-	for i, in := range r.infos {
-		r.cands = append(r.cands, policy.Candidate{Info: in, Overlap: r.all[i].Overlap,
-			Load: r.loads[i], Active: r.tracker.Active(in.Worker)})
-	}
-	req := policy.Request{ISLTokens: p.InputTokens, BlockSize: r.blockSize}
-	if err := r.pipe.Route(&r.decision, &req, r.cands); err != nil {
-		return 0, 0, err
-	}
-	w := r.decision.Worker
-	if r.approx != nil {
-		if _, err := r.approx.Record(w, p.Hashes, now); err != nil {
-			return 0, 0, err
-		}
-	}
 	took := time.Since(start)
-	err = r.tracker.Add(load.Request{ID: id, Worker: w, Hashes: p.Hashes, ISLTokens: p.InputTokens,
-		CachedBlocks: int(r.decision.Overlap.Device)}, now)
+	b, err := r.core.Book(context.Background(), &r.sc, &q, &ch)
 	if err != nil {
 		return 0, 0, fmt.Errorf("booking %s: %w", id, err)
 	}
-	return r.slot[w], took, nil
+	r.sc.Hashes = nil // the prompt's, not the scratch's to reuse
+	r.bookings[id] = &b
+	return r.slot[ch.Worker], took, nil
+}
+
+// firstToken reports a request's first token at now.
+func (r *router) firstToken(id string, now time.Time) {
+	if b := r.bookings[id]; b != nil {
+		r.now = now
+		b.FirstToken(context.Background())
+	}
+}
+
+// done reports a request's completion at now.
+func (r *router) done(id string, now time.Time) {
+	if b := r.bookings[id]; b != nil {
+		r.now = now
+		b.Done(context.Background(), policy.Succeeded)
+		delete(r.bookings, id)
+	}
+}
+
+// reports are the engines' load reports as a router node holds them: the
+// last heartbeat of each engine.
+type reports map[routing.Worker]routing.Load
+
+var _ policy.LoadReporter = reports(nil)
+
+// Load implements policy.LoadReporter.
+func (r reports) Load(w routing.Worker) (routing.Load, bool) {
+	l, ok := r[w]
+	return l, ok
 }

@@ -24,6 +24,9 @@ type Prompt struct {
 	Hashes []routing.SeqHash
 	// Locals are the local hashes of the same blocks.
 	Locals []routing.LocalHash
+	// Session is the prompt's session key, empty for none (Mooncake
+	// traces carry no sessions).
+	Session string
 }
 
 // Workload turns trace records into prompts. Every trace hash id stands for

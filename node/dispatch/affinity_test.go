@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
 const testTTL = time.Minute
@@ -31,8 +32,8 @@ func (f *fixture) sreq(s string, tokens []uint32) *Request {
 }
 
 // events reads an affinity event counter.
-func (f *fixture) events(ev string) float64 {
-	return testutil.ToFloat64(f.m.AffinityEvents.WithLabelValues(ev))
+func (f *fixture) events(ev policy.AffinityEvent) float64 {
+	return testutil.ToFloat64(f.m.AffinityEvents.WithLabelValues(string(ev)))
 }
 
 func TestHardBindingSticks(t *testing.T) {
@@ -57,8 +58,8 @@ func TestHardBindingSticks(t *testing.T) {
 	if dec := f.route(f.req(long)); dec.Worker != other {
 		t.Errorf("sessionless request went to %v, want %v", dec.Worker, other)
 	}
-	if f.events(evBind) != 1 || f.events(evHit) != 3 {
-		t.Errorf("bind %v hit %v, want 1 and 3", f.events(evBind), f.events(evHit))
+	if f.events(policy.AffinityBind) != 1 || f.events(policy.AffinityHit) != 3 {
+		t.Errorf("bind %v hit %v, want 1 and 3", f.events(policy.AffinityBind), f.events(policy.AffinityHit))
 	}
 	if g := testutil.ToFloat64(f.m.SessionBindings); g != 1 {
 		t.Errorf("bindings gauge %v, want 1", g)
@@ -117,8 +118,8 @@ func TestBoundEngineGoneRebinds(t *testing.T) {
 			if third.Worker != second.Worker || !third.SessionBound {
 				t.Errorf("third: %v bound=%v, want %v bound", third.Worker, third.SessionBound, second.Worker)
 			}
-			if f.events(evInvalidate) != 1 {
-				t.Errorf("invalidations %v, want 1", f.events(evInvalidate))
+			if f.events(policy.AffinityInvalidate) != 1 {
+				t.Errorf("invalidations %v, want 1", f.events(policy.AffinityInvalidate))
 			}
 		})
 	}
@@ -144,8 +145,8 @@ func TestBindingTTL(t *testing.T) {
 	if dec := f.route(f.sreq("s", prompt(1, 64))); dec.SessionBound {
 		t.Error("binding outlived its idle TTL")
 	}
-	if f.events(evExpire) != 1 {
-		t.Errorf("expire events %v, want 1", f.events(evExpire))
+	if f.events(policy.AffinityExpire) != 1 {
+		t.Errorf("expire events %v, want 1", f.events(policy.AffinityExpire))
 	}
 }
 
@@ -220,8 +221,8 @@ func TestExplicitUnbind(t *testing.T) {
 	if err := f.d.Unbind(t0ctx, string(make([]byte, 300))); !errors.Is(err, ErrSessionLimit) {
 		t.Errorf("Unbind of a long id: %v", err)
 	}
-	if f.events(evUnbind) != 1 {
-		t.Errorf("unbind events %v, want 1", f.events(evUnbind))
+	if f.events(policy.AffinityUnbind) != 1 {
+		t.Errorf("unbind events %v, want 1", f.events(policy.AffinityUnbind))
 	}
 }
 
@@ -263,8 +264,8 @@ func TestConcurrentFirstRequestsFirstBindWins(t *testing.T) {
 	if c.Worker != b.Worker || !c.SessionBound {
 		t.Errorf("third: %v, want the first binder %v", c.Worker, b.Worker)
 	}
-	if f.events(evConflict) != 1 || f.events(evBind) != 1 {
-		t.Errorf("conflict %v bind %v, want 1 and 1", f.events(evConflict), f.events(evBind))
+	if f.events(policy.AffinityConflict) != 1 || f.events(policy.AffinityBind) != 1 {
+		t.Errorf("conflict %v bind %v, want 1 and 1", f.events(policy.AffinityConflict), f.events(policy.AffinityBind))
 	}
 }
 
@@ -290,8 +291,8 @@ func TestSoftModeMovesOffBusyEngine(t *testing.T) {
 	if next.Worker != moved.Worker || !next.SessionBound {
 		t.Errorf("binding did not move: %v, want %v", next.Worker, moved.Worker)
 	}
-	if f.events(evRebind) != 1 {
-		t.Errorf("rebinds %v, want 1", f.events(evRebind))
+	if f.events(policy.AffinityRebind) != 1 {
+		t.Errorf("rebinds %v, want 1", f.events(policy.AffinityRebind))
 	}
 }
 

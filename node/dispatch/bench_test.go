@@ -2,12 +2,12 @@ package dispatch
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
-	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -49,7 +49,7 @@ func benchFleet(b *testing.B) (*Dispatcher, *fakeEngines, *index.Exact, []uint32
 // booking, and freeing on Done) with the bare policy pipeline on the same
 // 16 candidates.
 func BenchmarkRoute12k(b *testing.B) {
-	d, engines, idx, tokens := benchFleet(b)
+	d, _, _, tokens := benchFleet(b)
 	b.Run("dispatch", func(b *testing.B) {
 		r := &Request{ID: "bench", Model: "m", Tokens: tokens}
 		b.ReportAllocs()
@@ -66,7 +66,7 @@ func BenchmarkRoute12k(b *testing.B) {
 		b.ReportMetric(float64(len(tokens)), "tokens")
 	})
 	b.Run("pipeline", func(b *testing.B) {
-		cands, preq := benchCandidates(b, engines, idx, tokens)
+		cands, preq := benchCandidates(b, d, tokens)
 		sel, err := policy.New(policy.NameKV, policy.DefaultOptions(rand.New(rand.NewPCG(1, 2))))
 		if err != nil {
 			b.Fatal(err)
@@ -92,30 +92,22 @@ func BenchmarkRoute12k(b *testing.B) {
 	})
 }
 
-// benchCandidates builds the candidates the dispatcher would build, once.
-func benchCandidates(b *testing.B, engines *fakeEngines, idx *index.Exact, tokens []uint32) ([]policy.Candidate, *policy.Request) {
-	hashes, _ := routing.BlockHashes(nil, tokens, testBlockSize, routing.HashSeed)
-	matches := idx.FindMatches(hashes, nil)
-	ranks, _ := engines.Workers("m")
-	cands := make([]policy.Candidate, len(ranks))
-	for i, in := range ranks {
-		cands[i].Info = in
-	}
-	assignOverlaps(cands, matches)
-	tr, err := load.New(load.DefaultConfig(testBlockSize))
-	if err != nil {
+// benchCandidates returns the candidates the dispatcher compares for the
+// request, with their overlaps and projected loads, once.
+func benchCandidates(b *testing.B, d *Dispatcher, tokens []uint32) ([]policy.Candidate, *policy.Request) {
+	r := &Request{ID: "probe", Model: "m", Tokens: tokens}
+	q := &policy.Query{ID: r.ID, Model: r.Model, ISLTokens: len(tokens)}
+	q.Ranks, _ = d.engines.Workers(r.Model)
+	var sc policy.Scratch
+	if err := d.core.Candidates(&sc, q, d.cfg.Now()); err != nil {
 		b.Fatal(err)
 	}
-	all := make([]routing.Match, len(cands))
-	for i := range cands {
-		all[i] = routing.Match{Worker: cands[i].Info.Worker, Overlap: cands[i].Overlap}
-	}
-	loads, err := tr.Potential(nil, load.Query{Hashes: hashes, ISLTokens: len(tokens)}, all)
-	if err != nil {
+	if err := hash(&sc, r); err != nil {
 		b.Fatal(err)
 	}
-	for i := range cands {
-		cands[i].Load = loads[i]
+	d.core.Match(&sc)
+	if _, err := d.core.Choose(t0ctx, &sc, q); err != nil {
+		b.Fatal(err)
 	}
-	return cands, &policy.Request{ISLTokens: len(tokens), BlockSize: testBlockSize}
+	return slices.Clone(sc.Candidates()), &policy.Request{ISLTokens: len(tokens), BlockSize: testBlockSize}
 }

@@ -51,8 +51,7 @@ func TestConcurrentRoute(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	tr, _ := f.d.tracker(testBlockSize)
-	if n := tr.Len(); n != 0 {
+	if n := f.d.core.Booked(); n != 0 {
 		t.Errorf("%d requests still booked", n)
 	}
 	for i := 1; i <= 8; i++ {

@@ -22,14 +22,12 @@ const (
 	DefaultMaxPromptTokens = 1 << 20
 
 	// TextBytesPerToken converts a text prompt's length to an estimated
-	// token count, for the prompt limit and the load projection. Four bytes
-	// per token is the usual BPE ratio for English and the ratio of the
-	// mocker's pseudo tokens.
-	TextBytesPerToken = 4
+	// token count, for the prompt limit and the load projection; see
+	// policy.TextBytesPerToken.
+	TextBytesPerToken = policy.TextBytesPerToken
 
-	// MaxSessionIDBytes bounds session ids, as the reference router does:
-	// ids are stored per binding and replicated later, so they are bounded.
-	MaxSessionIDBytes = 256
+	// MaxSessionIDBytes bounds session ids: see policy.MaxSessionKeyBytes.
+	MaxSessionIDBytes = policy.MaxSessionKeyBytes
 
 	// DefaultMaxSessions bounds the live session bindings (65,536, the
 	// reference bound): each binding costs a few hundred bytes, so the
@@ -43,16 +41,14 @@ const (
 	MaxAffinityTTL = 365 * 24 * time.Hour
 
 	// DefaultExpireInterval is how often, at most, Route sweeps the load
-	// tracker for requests whose completion never arrived. The reference
-	// sweeps every 60 s; the sweep scans every active request.
-	DefaultExpireInterval = 60 * time.Second
+	// trackers for requests whose completion never arrived; see
+	// policy.DefaultExpireInterval.
+	DefaultExpireInterval = policy.DefaultExpireInterval
 
 	// DefaultSuspectTimeout is how long an engine that a request could not
-	// reach is left out of selection: the event plane's default liveness
-	// timeout (3 s), by which a dead engine has been dropped and a live one
-	// has had time to come back. The node sets it to its own liveness
-	// timeout.
-	DefaultSuspectTimeout = 3 * time.Second
+	// reach is left out of selection; see policy.DefaultSuspectTimeout. The
+	// node sets it to its own liveness timeout.
+	DefaultSuspectTimeout = policy.DefaultSuspectTimeout
 
 	// maxBlockSize bounds an explicit block size as the card decoder does.
 	maxBlockSize = 1 << 16

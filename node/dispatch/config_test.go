@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -68,7 +70,7 @@ func TestAffinityModeText(t *testing.T) {
 		}
 	}
 	var m AffinityMode
-	if err := m.UnmarshalText([]byte("sticky")); !errors.Is(err, ErrInvalidConfig) {
+	if err := m.UnmarshalText([]byte("sticky")); !errors.Is(err, policy.ErrInvalidConfig) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }

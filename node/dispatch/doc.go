@@ -3,6 +3,13 @@
 // request's load on it, and keeps sessions on their engine. Dispatcher
 // implements Router (types.go), the contract with the HTTP frontend.
 //
+// The decisions themselves (candidates, suspects, matching, load
+// projection, session affinity, selection, booking) are policy.Decider's,
+// the one implementation that the simulator (sim) runs too. This package
+// adds what touches the node: the engine registry, request validation and
+// hashing, the session store's wiring, the Decision handed to the
+// frontend, the lost-engine contexts and the metrics.
+//
 // # Route, step by step
 //
 //  1. Validate: a request id and a model are required; a prompt over
@@ -23,9 +30,10 @@
 //     hashes, and every prompt in approximate mode, go to the dispatcher's
 //     own approximate index, which learns from its decisions. A text
 //     overlap of n chunks counts as n*64 tokens of cached prefix.
-//  5. Load: each candidate's potential load (load.Tracker.Potential) and
-//     current load, plus what the engine reports beyond the dispatcher's
-//     own bookings when the registry implements LoadReporter.
+//  5. Load: each candidate's potential load (the load tracker's
+//     projection) and current load, plus what the engine reports beyond
+//     the dispatcher's own bookings when the registry implements
+//     LoadReporter.
 //  6. Choice: a session binding, or the policy pipeline (allowed set, pin,
 //     busy thresholds, selector). Pipeline failures map to ErrOverloaded
 //     (all busy, or the pinned worker busy), ErrNoEngine (no compatible
@@ -73,8 +81,8 @@
 //   - Limits: at most Config.MaxSessions bindings (65,536 by default); a
 //     new session beyond it is ErrSessionLimit. Ids are at most 256 bytes.
 //
-// The store is behind the Bindings interface: MemBindings for one node, a
-// replicated store later.
+// The store is behind the Bindings interface (policy.Bindings):
+// policy.MemBindings for one node, the DC's Raft-replicated store for a cluster.
 //
 // # Unreachable engines
 //
@@ -104,16 +112,15 @@
 // The dispatcher does not proxy, queue or retry requests, and does not
 // feed the exact index (the event plane does). It does not mix block sizes
 // within a model, model engine-side prefill timing, or carry bindings
-// across nodes (MemBindings is local). Nothing here panics on bad input.
+// across nodes (policy.MemBindings is local). Nothing here panics on bad input.
 //
 // # Concurrency
 //
 // Route, Models, Unbind and RemoveEngine are safe for concurrent use and
-// are called from many request goroutines. The index, trackers, selectors
-// and session store are themselves safe; the dispatcher's own state (the
-// trackers per block size and the per-rank gauges) is behind one RWMutex
-// that the hot path only read-locks, and per-call scratch comes from a
-// sync.Pool. A Decision belongs to its request's goroutine (see Decision).
+// are called from many request goroutines. The Decider and the session
+// store are themselves safe; the dispatcher's own state (the per-rank
+// gauges) is behind one RWMutex that the hot path only read-locks, and
+// per-call scratch comes from a sync.Pool. A Decision belongs to its request's goroutine (see Decision).
 // No goroutine is started: expiry of lost requests runs inside Route, at
 // most once per Config.ExpireInterval of the injected clock.
 package dispatch

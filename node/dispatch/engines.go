@@ -1,6 +1,9 @@
 package dispatch
 
-import "github.com/kvrouter/kvrouter/routing"
+import (
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/policy"
+)
 
 // Engines is what the dispatcher needs of the engine registry. The node's
 // event plane implements it; tests use a hand-written fake.
@@ -21,11 +24,6 @@ type Engines interface {
 }
 
 // LoadReporter is optionally implemented by an Engines: the load each rank
-// last reported (in its heartbeat). The dispatcher combines it with its own
-// accounting, which misses requests routed by other router nodes: the
-// projection adds, per field, how much the report exceeds the dispatcher's
-// own count of the rank's active load. A rank with no report counts only
-// what the dispatcher booked.
-type LoadReporter interface {
-	Load(w routing.Worker) (routing.Load, bool)
-}
+// last reported (in its heartbeat), which the projection combines with the
+// node's own bookings as policy.LoadReporter says.
+type LoadReporter = policy.LoadReporter

@@ -30,16 +30,40 @@ var policyErrors = []struct {
 	{policy.ErrNoPinnedWorker, ErrBadRequest},
 	{policy.ErrInvalidRequest, ErrBadRequest},
 	{policy.ErrNoCompatibleWorker, ErrNoEngine},
+	{policy.ErrSessionStore, ErrStore},
 }
 
 // mapPolicyError classifies a pipeline error by Route's sentinels, keeping
 // the cause in the chain for logs. An unclassified error (a configuration
 // bug) is returned wrapped as it is.
 func mapPolicyError(err error) error {
+	if errors.Is(err, ErrSessionLimit) {
+		return err
+	}
 	for _, row := range policyErrors {
 		if errors.Is(err, row.cause) {
 			return fmt.Errorf("%w: %w", row.as, err)
 		}
 	}
 	return fmt.Errorf("dispatch: selecting a worker: %w", err)
+}
+
+// checkKey rejects empty and over-long session ids.
+func checkKey(key string) error {
+	if err := policy.CheckSessionKey(key); err != nil {
+		return storeError(err)
+	}
+	return nil
+}
+
+// storeError classifies a session store failure: a refused key or the
+// session bound keep their class, anything else is ErrStore.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, ErrBadRequest) || errors.Is(err, ErrSessionLimit):
+		return err
+	case errors.Is(err, policy.ErrInvalidRequest):
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return fmt.Errorf("%w: %w", ErrStore, err)
 }

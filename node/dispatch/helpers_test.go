@@ -261,11 +261,7 @@ func (f *fixture) route(r *Request) *Decision {
 
 // active is the booked load of w.
 func (f *fixture) active(w routing.Worker) routing.Load {
-	t, err := f.d.tracker(testBlockSize)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t.Active(w)
+	return f.d.core.Active(testBlockSize, w)
 }
 
 // w1 names rank 0 of engine id.

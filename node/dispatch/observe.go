@@ -9,22 +9,8 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/routing"
-	"github.com/kvrouter/kvrouter/routing/load"
+	"github.com/kvrouter/kvrouter/routing/policy"
 )
-
-// Affinity event labels of metrics.AffinityEvents.
-const (
-	evBind       = "bind"       // a first successful request bound its session
-	evHit        = "hit"        // a binding decided the engine
-	evRebind     = "rebind"     // a soft binding moved to another engine
-	evInvalidate = "invalidate" // a binding was dropped: engine gone or failed
-	evExpire     = "expire"     // an idle binding timed out
-	evUnbind     = "unbind"     // explicit unbind or a final request
-	evConflict   = "conflict"   // a concurrent request bound the session first
-	evLimit      = "limit"      // a new session was refused at the bound
-)
-
-var affinityEvents = []string{evBind, evHit, evRebind, evInvalidate, evExpire, evUnbind, evConflict, evLimit}
 
 // observers holds the metric children the request path records into,
 // resolved once so that Route does no label lookups for them. Every method
@@ -32,7 +18,7 @@ var affinityEvents = []string{evBind, evHit, evRebind, evInvalidate, evExpire, e
 type observers struct {
 	m                                    *metrics.Metrics
 	hashing, matching, scheduling, total prometheus.Observer
-	events                               map[string]prometheus.Counter
+	events                               map[policy.AffinityEvent]prometheus.Counter
 	hit                                  *hitRates
 	unreachable                          prometheus.Counter
 }
@@ -75,9 +61,9 @@ func newObservers(m *metrics.Metrics) observers {
 	o.total = m.Overhead.WithLabelValues("total")
 	o.hit = &hitRates{vec: m.PredictedHitRate, models: make(map[string]prometheus.Observer)}
 	o.unreachable = m.EngineUnreachable
-	o.events = make(map[string]prometheus.Counter, len(affinityEvents))
-	for _, ev := range affinityEvents {
-		o.events[ev] = m.AffinityEvents.WithLabelValues(ev)
+	o.events = make(map[policy.AffinityEvent]prometheus.Counter, len(policy.AffinityEvents))
+	for _, ev := range policy.AffinityEvents {
+		o.events[ev] = m.AffinityEvents.WithLabelValues(string(ev))
 	}
 	return o
 }
@@ -115,7 +101,7 @@ func (o *observers) hitRate(model string, cached, blocks int) {
 }
 
 // affinity counts n affinity events.
-func (o *observers) affinity(ev string, n int) {
+func (o *observers) affinity(ev policy.AffinityEvent, n int) {
 	if o.m == nil || n <= 0 {
 		return
 	}
@@ -153,14 +139,14 @@ type workerGauges struct {
 	prefill, decode prometheus.Gauge
 }
 
-// set publishes w's current load from t.
-func (g *workerGauges) set(t *load.Tracker, w routing.Worker) {
+// set publishes the booked worker's current load.
+func (g *workerGauges) set(b *policy.Booking) {
 	if g.prefill == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := t.Active(w)
+	l := b.Active()
 	g.prefill.Set(float64(l.PrefillTokens))
 	g.decode.Set(float64(l.DecodeBlocks))
 }
@@ -188,12 +174,29 @@ func (d *Dispatcher) gauges(w routing.Worker) *workerGauges {
 	return g
 }
 
-// publishLoad updates w's gauges unless the rank was removed meanwhile.
-func (d *Dispatcher) publishLoad(t *load.Tracker, w routing.Worker) {
+// publishLoad updates the booked worker's gauges unless the rank was
+// removed meanwhile.
+func (d *Dispatcher) publishLoad(b *policy.Booking) {
 	d.mu.RLock()
-	g := d.workers[w]
+	g := d.workers[b.Worker()]
 	d.mu.RUnlock()
 	if g != nil {
-		g.set(t, w)
+		g.set(b)
 	}
 }
+
+// decisionObserver counts the decision path's events in the node's
+// metrics.
+type decisionObserver struct{ d *Dispatcher }
+
+// Affinity implements policy.Observer: the event counter and, for events
+// that change the store, the bindings gauge.
+func (o decisionObserver) Affinity(ev policy.AffinityEvent, n int) {
+	o.d.obs.affinity(ev, n)
+	if ev != policy.AffinityHit && ev != policy.AffinityLimit {
+		o.d.obs.bindings(o.d.bindings)
+	}
+}
+
+// Unreachable implements policy.Observer.
+func (o decisionObserver) Unreachable(routing.WorkerID) { o.d.obs.engineUnreachable() }

@@ -4,41 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
-	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
-
-// scratch is one Route call's reusable memory, pooled so that the hot path
-// allocates only what outlives the call.
-type scratch struct {
-	hashes  []routing.SeqHash
-	exact   []routing.Match
-	side    []routing.Match
-	matches []routing.Match
-	all     []routing.Match
-	loads   []routing.Load
-	cands   []policy.Candidate
-	dec     policy.Decision
-	preq    policy.Request
-	pin     policy.Pin
-	plan    plan
-}
-
-// plan is what Route learned about a request before choosing.
-type plan struct {
-	now       time.Time
-	tracker   *load.Tracker
-	blockSize int
-	// isl is the prompt length in tokens (estimated for text).
-	isl int
-	// text is set when the prompt is routed by text-chunk hashing.
-	text bool
-	// blocks is the prompt's complete blocks of blockSize tokens.
-	blocks int
-}
 
 // Route implements Router. See the package documentation for the steps.
 func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
@@ -47,17 +16,17 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	if err := d.validate(r); err != nil {
 		return nil, err
 	}
-	d.maybeExpire(ph.start)
-	sc := d.scratch.Get().(*scratch)
+	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
-	p := &sc.plan
-	*p = plan{now: ph.start}
-	dec, err := d.attempt(ctx, sc, r, &ph)
+	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal}
+	if r.Pin != nil {
+		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
+	}
+	dec, err := d.attempt(ctx, sc, r, &q, &ph)
 	if errors.Is(err, errEngineGone) {
 		// The chosen engine left the registry between the candidate list
 		// and the booking; the next attempt reads the registry again.
-		*p = plan{now: ph.start}
-		dec, err = d.attempt(ctx, sc, r, &ph)
+		dec, err = d.attempt(ctx, sc, r, &q, &ph)
 	}
 	if err != nil {
 		return nil, err
@@ -69,17 +38,22 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 }
 
 // attempt is one pass of candidates, hashing, matching and the decision.
-func (d *Dispatcher) attempt(ctx context.Context, sc *scratch, r *Request, ph *phases) (*Decision, error) {
-	if err := d.collect(sc, r); err != nil {
-		return nil, err
+func (d *Dispatcher) attempt(ctx context.Context, sc *policy.Scratch, r *Request, q *policy.Query, ph *phases) (*Decision, error) {
+	ranks, known := d.engines.Workers(r.Model)
+	if !known {
+		return nil, fmt.Errorf("%w: %q", ErrModelNotFound, r.Model)
 	}
-	if err := d.hash(sc, r); err != nil {
+	q.Ranks = ranks
+	if err := d.core.Candidates(sc, q, ph.start); err != nil {
+		return nil, mapPolicyError(err)
+	}
+	if err := hash(sc, r); err != nil {
 		return nil, err
 	}
 	ph.hashed = d.cfg.Now()
-	d.match(sc, r)
+	d.core.Match(sc)
 	ph.matched = d.cfg.Now()
-	return d.decide(ctx, sc, r)
+	return d.decide(ctx, sc, q)
 }
 
 // validate checks the request at the boundary.
@@ -108,59 +82,25 @@ func promptTokens(r *Request) int {
 	return (len(r.Text) + TextBytesPerToken - 1) / TextBytesPerToken
 }
 
-// collect fills sc.cands with the live ranks serving the model at the
-// model's block size, sorted by worker, and resolves the tracker.
-func (d *Dispatcher) collect(sc *scratch, r *Request) error {
-	ranks, known := d.engines.Workers(r.Model)
-	if !known {
-		return fmt.Errorf("%w: %q", ErrModelNotFound, r.Model)
+// sessionKey is the binding key of a request: a session group shares its
+// parent's binding.
+func sessionKey(r *Request) string {
+	if r.ParentSessionID != "" {
+		return r.ParentSessionID
 	}
-	bs := d.cfg.BlockSize
-	if bs == 0 && len(ranks) > 0 {
-		bs = ranks[0].BlockSize
-	}
-	sc.cands = sc.cands[:0]
-	suspected := 0
-	for _, in := range ranks {
-		switch {
-		case in.BlockSize != bs:
-		case d.suspects.has(in.Worker.ID, sc.plan.now):
-			suspected++
-		default:
-			sc.cands = append(sc.cands, policy.Candidate{Info: in})
-		}
-	}
-	if r.Pin != nil && suspected > 0 && d.suspects.has(r.Pin.Engine, sc.plan.now) {
-		// The pin names a registered engine, so the client is not at
-		// fault: the engine is unavailable, as one that left would be.
-		return fmt.Errorf("%w: pinned engine %d was unreachable in the last %v", ErrNoEngine, r.Pin.Engine, d.cfg.SuspectTimeout)
-	}
-	if len(sc.cands) == 0 {
-		if suspected > 0 {
-			return fmt.Errorf("%w: every rank serving %q was unreachable in the last %v", ErrNoEngine, r.Model, d.cfg.SuspectTimeout)
-		}
-		return fmt.Errorf("%w: no live rank serves %q at block size %d", ErrNoEngine, r.Model, bs)
-	}
-	sortCandidates(sc.cands)
-	t, err := d.tracker(bs)
-	if err != nil {
-		return fmt.Errorf("%w: block size %d: %w", ErrNoEngine, bs, err)
-	}
-	sc.plan.tracker, sc.plan.blockSize = t, bs
-	sc.plan.isl = promptTokens(r)
-	sc.plan.blocks = sc.plan.isl / bs
-	return nil
+	return r.SessionID
 }
 
-// hash computes the request's block hashes into sc.hashes: token blocks at
-// the workers' block size, or text chunks when the request has no tokens.
-func (d *Dispatcher) hash(sc *scratch, r *Request) error {
+// hash computes the request's block hashes into sc.Hashes: token blocks at
+// the candidates' block size, or text chunks when the request has no
+// tokens.
+func hash(sc *policy.Scratch, r *Request) error {
 	var err error
 	if r.Tokens != nil {
-		sc.hashes, err = routing.BlockHashes(sc.hashes[:0], r.Tokens, sc.plan.blockSize, routing.Seed(r.LoRA, r.CacheSalt))
+		sc.Hashes, err = routing.BlockHashes(sc.Hashes[:0], r.Tokens, sc.BlockSize(), routing.Seed(r.LoRA, r.CacheSalt))
 	} else {
-		sc.plan.text = true
-		sc.hashes, err = routing.TextHashes(sc.hashes[:0], r.Text, routing.DefaultTextBlockBytes,
+		sc.Text = true
+		sc.Hashes, err = routing.TextHashes(sc.Hashes[:0], r.Text, routing.DefaultTextBlockBytes,
 			routing.TextSeed(r.Model, r.LoRA, r.CacheSalt))
 	}
 	if err != nil {

@@ -68,7 +68,7 @@ func TestRouteTextSticksViaApproxIndex(t *testing.T) {
 		}
 		dec.Done(nil)
 	}
-	if f.d.approx.Stats().Pairs == 0 {
+	if f.d.core.Approx().Stats().Pairs == 0 {
 		t.Error("text decisions were not recorded in the approximate index")
 	}
 }

@@ -6,18 +6,17 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
-// AffinityMode says how strictly a session sticks to its bound engine.
-type AffinityMode uint8
+// AffinityMode says how strictly a session sticks to its bound engine;
+// see policy.AffinityMode.
+type AffinityMode = policy.AffinityMode
 
+// The affinity modes.
 const (
-	// AffinityHard dispatches a bound session to its engine or, when that
-	// engine is gone, invalidates the binding and selects afresh once.
-	AffinityHard AffinityMode = iota
-	// AffinitySoft passes the bound engine to the selector as a preference
-	// that load may override.
-	AffinitySoft
+	AffinityHard = policy.AffinityHard
+	AffinitySoft = policy.AffinitySoft
 )
 
 // Request is what the HTTP frontend knows of a client request when it asks
@@ -152,8 +151,10 @@ var (
 	ErrOverloaded = errors.New("dispatch: all engines overloaded")
 	// ErrNoEngine: no engine is available at all (503).
 	ErrNoEngine = errors.New("dispatch: no engine available")
-	// ErrSessionLimit: too many sessions, or an id over the length limit (429/400).
-	ErrSessionLimit = errors.New("dispatch: session limit")
+	// ErrSessionLimit: too many sessions, or an id over the length limit
+	// (429/400). It is the decision path's sentinel, so that a session
+	// store can return either name.
+	ErrSessionLimit = policy.ErrSessionLimit
 )
 
 // ErrEngineUnreachable is not returned by Route: the frontend passes it

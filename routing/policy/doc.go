@@ -36,8 +36,24 @@
 // ErrNoPinnedWorker). A pinned request whose worker is busy is refused, never
 // rerouted. Selectors do not allocate when the caller reuses its Decision.
 //
-// Refusals. The package does no I/O, reads no clock and keeps no per-request
-// state; booking the chosen worker's load is the caller's job. It does not
+// Decider. The filters and selectors are pure functions of their inputs.
+// Decider (decide*.go) composes them into a router's whole decision path,
+// the one implementation that the router node (node/dispatch) and the
+// simulator (sim) both run: candidates at the model's block size minus the
+// suspects (engines a request could not reach, for a timeout), matching in
+// the exact index (merged with the predict-on-route side index) or the
+// Decider's own approximate index, load projection from the bookings
+// (routing/load) plus what engines report beyond them, session affinity
+// over a Bindings store (hard or soft, bind after success or, on an
+// Authoritative store, before dispatch), the pipeline, and the booking,
+// which a Booking ends. MemBindings is the in-memory session store of one
+// router.
+//
+// Refusals. The package does no I/O and reads no clock: the Decider takes
+// the time from its caller and its injected clock, and reaches the
+// outside only through the Bindings, LoadReporter and Observer it is
+// given; a replicated Bindings may do I/O, which is why its methods take
+// a context. The filters and selectors keep no per-request state. It does not
 // implement required or preferred taints, data-parallel rank ranges other
 // than the candidates given, the decode-worker cost variant of conditional
 // disaggregation, or the multimodal embedding-cache bypass of the
@@ -48,5 +64,7 @@
 // numbers (kv, random, power-of-two) hold a mutex around their *rand.Rand,
 // which they own; do not share one *rand.Rand between selectors or with
 // other code. A Decision is caller-owned scratch and must not be shared
-// between concurrent calls.
+// between concurrent calls. The Decider and MemBindings are safe for
+// concurrent use; a Scratch belongs to one call, a Booking to its
+// request's goroutine.
 package policy

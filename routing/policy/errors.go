@@ -34,6 +34,12 @@ var (
 	ErrNoPinnedWorker = errors.New("policy: direct routing without a pinned worker")
 	// ErrUnknownPolicy is matched by every *UnknownPolicyError.
 	ErrUnknownPolicy = errors.New("policy: unknown policy")
+	// ErrSessionLimit means a new session would exceed the bound on
+	// session bindings, or a session id is over MaxSessionKeyBytes.
+	ErrSessionLimit = errors.New("policy: session limit")
+	// ErrSessionStore wraps an unexpected failure of the session store
+	// (Bindings) on the decision path.
+	ErrSessionStore = errors.New("policy: session store failure")
 )
 
 // UnknownPolicyError is returned by New for a name no selector is registered

@@ -1,41 +1,28 @@
-package dispatch
+package policy
 
 import (
-	"slices"
-
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/load"
-	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
-// textTokensPerChunk is the token length a text chunk stands for, used to
-// convert a text overlap in chunks to blocks of the workers' block size.
-const textTokensPerChunk = routing.DefaultTextBlockBytes / TextBytesPerToken
-
-// sortCandidates orders candidates by worker, as the indexes order their
-// matches, so the two merge in one pass and the order does not depend on
-// the registry's.
-func sortCandidates(cs []policy.Candidate) {
-	slices.SortFunc(cs, func(a, b policy.Candidate) int { return a.Info.Worker.Compare(b.Info.Worker) })
-}
-
-// match finds every worker's cached prefix into sc.matches: token hashes
-// in the exact index (merged with the side index when predicting), text
-// hashes and everything in approximate mode in the approximate index.
-func (d *Dispatcher) match(sc *scratch, r *Request) {
+// Match finds every candidate's cached prefix: token hashes in the exact
+// index (merged with the side index when predicting), text hashes and
+// everything in approximate mode in the approximate index. A text overlap
+// of n chunks counts as n*64 tokens of cached prefix.
+func (d *Decider) Match(sc *Scratch) {
 	p := &sc.plan
 	switch {
-	case p.text || d.cfg.ApproximateMode:
-		sc.matches = d.approx.FindMatches(sc.hashes, p.now, sc.matches[:0])
+	case sc.Text || d.cfg.ApproximateMode:
+		sc.matches = d.approx.FindMatches(sc.Hashes, p.now, sc.matches[:0])
 	case d.side != nil:
-		sc.exact = d.idx.FindMatches(sc.hashes, sc.exact[:0])
-		sc.side = d.side.FindMatches(sc.hashes, p.now, sc.side[:0])
+		sc.exact = d.exact.FindMatches(sc.Hashes, sc.exact[:0])
+		sc.side = d.side.FindMatches(sc.Hashes, p.now, sc.side[:0])
 		sc.matches = index.MergeDevice(sc.matches[:0], sc.exact, sc.side)
 	default:
-		sc.matches = d.idx.FindMatches(sc.hashes, sc.matches[:0])
+		sc.matches = d.exact.FindMatches(sc.Hashes, sc.matches[:0])
 	}
-	if p.text {
+	if sc.Text {
 		for i := range sc.matches {
 			dev := int64(sc.matches[i].Device) * textTokensPerChunk / int64(p.blockSize)
 			sc.matches[i].Overlap = routing.Overlap{Device: int32(min(dev, int64(p.blocks)))}
@@ -46,7 +33,7 @@ func (d *Dispatcher) match(sc *scratch, r *Request) {
 
 // assignOverlaps copies each match's overlap to its candidate; both lists
 // are sorted by worker.
-func assignOverlaps(cands []policy.Candidate, matches []routing.Match) {
+func assignOverlaps(cands []Candidate, matches []routing.Match) {
 	j := 0
 	for i := range cands {
 		w := cands[i].Info.Worker
@@ -61,16 +48,16 @@ func assignOverlaps(cands []policy.Candidate, matches []routing.Match) {
 
 // trackerHashes are the hashes the load tracker books: token block hashes
 // only, since text chunks are not blocks of the workers' size.
-func (sc *scratch) trackerHashes() []routing.SeqHash {
-	if sc.plan.text {
+func (sc *Scratch) trackerHashes() []routing.SeqHash {
+	if sc.Text {
 		return nil
 	}
-	return sc.hashes
+	return sc.Hashes
 }
 
 // project fills every candidate's potential and current load, adding what
-// the engine reports beyond the dispatcher's own accounting.
-func (d *Dispatcher) project(sc *scratch) error {
+// the engine reports beyond the bookings.
+func (d *Decider) project(sc *Scratch) error {
 	p := &sc.plan
 	sc.all = sc.all[:0]
 	for i := range sc.cands {
@@ -85,8 +72,8 @@ func (d *Dispatcher) project(sc *scratch) error {
 		c := &sc.cands[i]
 		c.Active = p.tracker.Active(c.Info.Worker)
 		c.Load = sc.loads[i]
-		if d.reports != nil {
-			if rep, ok := d.reports.Load(c.Info.Worker); ok {
+		if d.cfg.Reports != nil {
+			if rep, ok := d.cfg.Reports.Load(c.Info.Worker); ok {
 				extra := excess(rep, c.Active)
 				c.Active, c.Load = add(c.Active, extra), add(c.Load, extra)
 			}

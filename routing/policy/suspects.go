@@ -1,4 +1,4 @@
-package dispatch
+package policy
 
 import (
 	"sync"
@@ -9,13 +9,13 @@ import (
 )
 
 // suspects are the engines that a request could not reach, each left out
-// of selection until a deadline. An engine killed without a goodbye stays
-// registered until the liveness timeout drops it, and until then the kv
-// policy keeps choosing it for the prefixes it had cached; without
+// of the candidates until a deadline. An engine killed without a goodbye
+// stays registered until the liveness timeout drops it, and until then the
+// kv policy keeps choosing it for the prefixes it had cached; without
 // suspicion each of those requests would pay a failed connection before
-// the frontend routes it again. The deadline, rather than the next
-// heartbeat, ends a suspicion: an engine that NATS still reaches but the
-// router cannot would otherwise be cleared and failed again every beat.
+// it is routed again. The deadline, rather than the next heartbeat, ends a
+// suspicion: an engine that the registry still hears but the router cannot
+// reach would otherwise be cleared and failed again every beat.
 //
 // has is on the request path: with no suspect (the normal state) it is
 // one atomic load.
@@ -53,9 +53,9 @@ func (s *suspects) has(id routing.WorkerID, now time.Time) bool {
 	return ok
 }
 
-// suspect leaves engine id out of selection for the suspect timeout.
-func (d *Dispatcher) suspect(id routing.WorkerID) {
+// suspect leaves engine id out of the candidates for the suspect timeout.
+func (d *Decider) suspect(id routing.WorkerID) {
 	d.suspects.add(id, d.cfg.Now().Add(d.cfg.SuspectTimeout))
-	d.obs.engineUnreachable()
-	d.log.Warn("engine unreachable, left out of selection", "worker", id, "for", d.cfg.SuspectTimeout)
+	d.cfg.Observer.Unreachable(id)
+	d.cfg.Log.Warn("engine unreachable, left out of selection", "worker", id, "for", d.cfg.SuspectTimeout)
 }

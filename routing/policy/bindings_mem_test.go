@@ -1,6 +1,7 @@
-package dispatch
+package policy
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -11,6 +12,11 @@ import (
 
 	"github.com/kvrouter/kvrouter/routing"
 )
+
+// testTTL is the idle timeout of the stores under test.
+const testTTL = time.Minute
+
+var t0ctx = context.Background()
 
 func newMem(t testing.TB, max int) *MemBindings {
 	t.Helper()
@@ -72,7 +78,7 @@ func TestMemBindingsModel(t *testing.T) {
 				}
 				if !won {
 					if cur == nil {
-						if got != (Binding{}) {
+						if got != (routing.Binding{}) {
 							rt.Fatalf("loser over no binding saw %+v", got)
 						}
 						return
@@ -168,7 +174,7 @@ func TestMemBindingsKeysAndEngines(t *testing.T) {
 	if _, _, err := s.Bind(t0ctx, strings.Repeat("k", 257), routing.Worker{ID: 1}, 0, now); !errors.Is(err, ErrSessionLimit) {
 		t.Errorf("long key: %v", err)
 	}
-	if _, _, err := s.Lookup(t0ctx, "", now); !errors.Is(err, ErrBadRequest) {
+	if _, _, err := s.Lookup(t0ctx, "", now); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("empty key: %v", err)
 	}
 	for i, k := range []string{"a", "b", "c"} {

@@ -1,4 +1,4 @@
-package dispatch
+package policy
 
 import (
 	"context"
@@ -27,7 +27,8 @@ type MemConfig struct {
 	OnExpire func(n int)
 }
 
-// MemBindings is the single-node, in-memory Bindings. Expired bindings are
+// MemBindings is the in-memory Bindings of one router (a single node or a
+// simulation). Expired bindings are
 // dropped lazily: a lookup of an expired key deletes it, and at most once
 // per second an operation sweeps the whole table.
 //
@@ -36,7 +37,7 @@ type MemBindings struct {
 	cfg MemConfig
 
 	mu        sync.Mutex
-	m         map[string]Binding
+	m         map[string]routing.Binding
 	version   uint64
 	nextSweep time.Time
 }
@@ -52,33 +53,22 @@ func NewMemBindings(cfg MemConfig) (*MemBindings, error) {
 	if cfg.MaxSessions <= 0 {
 		return nil, configError("max_sessions: must be > 0, got %d", cfg.MaxSessions)
 	}
-	return &MemBindings{cfg: cfg, m: make(map[string]Binding)}, nil
-}
-
-// checkKey rejects empty and over-long keys.
-func checkKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty session id", ErrBadRequest)
-	}
-	if len(key) > MaxSessionIDBytes {
-		return fmt.Errorf("%w: session id of %d bytes over %d", ErrSessionLimit, len(key), MaxSessionIDBytes)
-	}
-	return nil
+	return &MemBindings{cfg: cfg, m: make(map[string]routing.Binding)}, nil
 }
 
 // live reports whether b has not expired at now.
-func live(b Binding, now time.Time) bool {
+func live(b routing.Binding, now time.Time) bool {
 	return b.Active > 0 || now.Before(b.IdleDeadline)
 }
 
 // get returns key's live binding, deleting it if expired. Callers hold mu.
-func (s *MemBindings) get(key string, now time.Time) (Binding, bool) {
+func (s *MemBindings) get(key string, now time.Time) (routing.Binding, bool) {
 	s.sweep(now)
 	b, ok := s.m[key]
 	if ok && !live(b, now) {
 		delete(s.m, key)
 		s.expired(1)
-		return Binding{}, false
+		return routing.Binding{}, false
 	}
 	return b, ok
 }
@@ -108,9 +98,9 @@ func (s *MemBindings) expired(n int) {
 }
 
 // Lookup implements Bindings.
-func (s *MemBindings) Lookup(_ context.Context, key string, now time.Time) (Binding, bool, error) {
-	if err := checkKey(key); err != nil {
-		return Binding{}, false, err
+func (s *MemBindings) Lookup(_ context.Context, key string, now time.Time) (routing.Binding, bool, error) {
+	if err := CheckSessionKey(key); err != nil {
+		return routing.Binding{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,9 +138,9 @@ func (s *MemBindings) Release(_ context.Context, key string, version uint64, now
 }
 
 // Bind implements Bindings.
-func (s *MemBindings) Bind(_ context.Context, key string, w routing.Worker, expect uint64, now time.Time) (Binding, bool, error) {
-	if err := checkKey(key); err != nil {
-		return Binding{}, false, err
+func (s *MemBindings) Bind(_ context.Context, key string, w routing.Worker, expect uint64, now time.Time) (routing.Binding, bool, error) {
+	if err := CheckSessionKey(key); err != nil {
+		return routing.Binding{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,10 +156,10 @@ func (s *MemBindings) Bind(_ context.Context, key string, w routing.Worker, expe
 		s.sweep(now)
 	}
 	if !ok && len(s.m) >= s.cfg.MaxSessions {
-		return Binding{}, false, fmt.Errorf("%w: %d sessions bound", ErrSessionLimit, len(s.m))
+		return routing.Binding{}, false, fmt.Errorf("%w: %d sessions bound", ErrSessionLimit, len(s.m))
 	}
 	s.version++
-	b := Binding{Worker: w, Version: s.version, Active: 1, IdleDeadline: now.Add(s.cfg.TTL)}
+	b := routing.Binding{Worker: w, Version: s.version, Active: 1, IdleDeadline: now.Add(s.cfg.TTL)}
 	s.m[key] = b
 	return b, true, nil
 }
@@ -187,7 +177,7 @@ func (s *MemBindings) Invalidate(_ context.Context, key string, version uint64) 
 
 // Unbind implements Bindings.
 func (s *MemBindings) Unbind(_ context.Context, key string) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckSessionKey(key); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/load"
+)
+
+// Book reserves the request's load on the chosen worker, records the
+// decision in the approximate or side index, and makes a request on its
+// session's bound worker hold the binding. The Booking ends the request.
+func (d *Decider) Book(ctx context.Context, sc *Scratch, q *Query, ch *Choice) (Booking, error) {
+	p := &sc.plan
+	w := ch.Worker
+	lr := load.Request{ID: q.ID, Worker: w, Hashes: sc.trackerHashes(), ISLTokens: p.isl, CachedBlocks: ch.CachedBlocks}
+	if err := p.tracker.Add(lr, p.now); err != nil {
+		return Booking{}, fmt.Errorf("%w: booking: %w", ErrInvalidRequest, err)
+	}
+	d.record(sc, w)
+	d.holdSession(ctx, &ch.s, w, ch.Bound, p.now)
+	return Booking{d: d, id: q.ID, t: p.tracker, w: w, s: ch.s}, nil
+}
+
+// record teaches the Decider's own indexes the decision: the approximate
+// index for text and approximate mode, else the side index when
+// predicting. A failure only costs future overlap, so it is logged.
+func (d *Decider) record(sc *Scratch, w routing.Worker) {
+	var err error
+	switch {
+	case sc.Text || d.cfg.ApproximateMode:
+		_, err = d.approx.Record(w, sc.Hashes, sc.plan.now)
+	case d.side != nil:
+		_, err = d.side.Record(w, sc.Hashes, sc.plan.now)
+	}
+	if err != nil {
+		d.cfg.Log.Warn("recording a routing decision", "worker", w.String(), "err", err)
+	}
+}
+
+// Outcome is how a booked request ended.
+type Outcome uint8
+
+const (
+	// Succeeded: the engine served the request.
+	Succeeded Outcome = iota
+	// Failed: the request failed after reaching its engine, or the client
+	// left.
+	Failed
+	// Unreachable: nothing was sent, the engine could not be reached; it
+	// becomes a suspect for the suspect timeout.
+	Unreachable
+)
+
+// Booking is one booked request's state. Its methods are called from the
+// request's goroutine, so it needs no lock; the zero value does nothing.
+type Booking struct {
+	d  *Decider
+	id string
+	t  *load.Tracker
+	w  routing.Worker
+	s  session
+}
+
+// Worker is the booked worker.
+func (b *Booking) Worker() routing.Worker { return b.w }
+
+// Active is the booked worker's current load by the bookings.
+func (b *Booking) Active() routing.Load {
+	if b.t == nil {
+		return routing.Load{}
+	}
+	return b.t.Active(b.w)
+}
+
+// FirstToken ends the request's prefill load and, as the first proof of a
+// successful dispatch, binds a new session.
+func (b *Booking) FirstToken(ctx context.Context) {
+	if b.d == nil {
+		return
+	}
+	_ = b.t.PrefillComplete(b.id) // unknown when expired or removed: nothing to end
+	b.d.commitBinding(ctx, &b.s, b.w)
+}
+
+// Done frees the request's load, binds a new session on success (when no
+// first token was reported), releases the session's hold and ends a final
+// session. An unreachable engine becomes a suspect first.
+func (b *Booking) Done(ctx context.Context, o Outcome) {
+	if b.d == nil {
+		return
+	}
+	if o == Unreachable {
+		b.d.suspect(b.w.ID)
+	}
+	b.t.Free(b.id)
+	if o == Succeeded {
+		b.d.commitBinding(ctx, &b.s, b.w)
+	}
+	b.d.releaseSession(ctx, &b.s)
+}
