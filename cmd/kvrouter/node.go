@@ -37,6 +37,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate: serve the client-facing API over HTTPS (with --tls-key)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&c.EngineTLSCA, "engine-tls-ca", "", "PEM CA certificate of engines served over https (default: the system's roots)")
+	fs.BoolVar(&c.Frontend.EngineCleartextHTTP2, "engine-h2c", false, "speak HTTP/2 by prior knowledge to http:// engines (default HTTP/1.1; https engines use HTTP/2 when they offer it)")
 	fs.StringVar(&c.NATS, "nats", c.NATS, `NATS server: "embedded" runs one in-process, or nats://host:port`)
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port 0: any free port)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export request spans over OTLP/gRPC to host:port (off when empty)")

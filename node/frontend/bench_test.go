@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -104,14 +105,17 @@ func timeScan(body []byte) time.Duration {
 	return time.Since(start)
 }
 
-// BenchmarkParseTokenPrompt measures parsing alone for the same body.
+// BenchmarkParseTokenPrompt measures parsing alone for the same body, the
+// way the handler parses: into a recycled token buffer.
 func BenchmarkParseTokenPrompt(b *testing.B) {
 	body := tokenBody(12288, 1)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := parseRequest(body, endpointCompletions, MaxPromptTokens); err != nil {
+		p, err := parseRequest(body, oaiedge.Completions, MaxPromptTokens)
+		if err != nil {
 			b.Fatal(err)
 		}
+		p.Release()
 	}
 }
 

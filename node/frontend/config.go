@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -56,6 +57,14 @@ type Config struct {
 	// EngineRootCAs verifies engines served over https; nil means the
 	// system's roots.
 	EngineRootCAs *x509.CertPool
+	// EngineCleartextHTTP2 speaks HTTP/2 to http:// engines by prior
+	// knowledge (h2c), and then HTTP/2 only; off, http:// engines get
+	// HTTP/1.1. https engines use HTTP/2 whenever they offer it by ALPN.
+	EngineCleartextHTTP2 bool
+	// EngineProxy, when set, chooses the proxy of each engine request, as
+	// http.Transport.Proxy; nil connects to engines directly, whatever
+	// HTTP_PROXY says, since engines are inside the deployment.
+	EngineProxy func(*http.Request) (*url.URL, error)
 
 	// OverloadStatus is the HTTP status for dispatch.ErrOverloaded (529 by
 	// default; 429 and 503 are common alternatives).

@@ -30,11 +30,6 @@ const (
 	// the ratio the mocker uses for its pseudo tokens.
 	TextBytesPerToken = 4
 
-	// MaxSessionIDBytes caps session ids from the headers; the same bound as
-	// the session store's, so an id the store would refuse is refused with
-	// a 400 naming the header instead of a 429 from deep in the dispatcher.
-	MaxSessionIDBytes = 256
-
 	// MaxRequestIDBytes caps a client-supplied X-Request-Id; longer ids are
 	// replaced by a generated one rather than echoed into logs and upstream.
 	MaxRequestIDBytes = 128

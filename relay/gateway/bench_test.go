@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := request{Model: "m", Tokens: tokens}
+	req := oaiedge.Request{Model: "m", Tokens: tokens}
 	now := time.Unix(0, 0)
 	b.Run("decide", func(b *testing.B) {
 		b.ReportAllocs()
@@ -57,13 +58,14 @@ func BenchmarkDecision(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			r, err := parseRequest(body, endpointCompletions, MaxPromptTokens)
+			r, err := oaiedge.ParsePooled(body, oaiedge.Completions, oaiedge.Options{MaxPromptTokens: MaxPromptTokens})
 			if err != nil {
 				b.Fatal(err)
 			}
 			sc := scratchPool.Get().(*scratch)
-			g.decide(&r, now, sc)
+			g.decide(r, now, sc)
 			scratchPool.Put(sc)
+			r.Release()
 		}
 	})
 }

@@ -21,9 +21,6 @@ const (
 	// MaxPromptTokens is the prompt limit, the router node's as well:
 	// 1Mi tokens is the largest context current models offer.
 	MaxPromptTokens = 1 << 20
-	// MaxSessionIDBytes caps session ids, the node's bound, so that an id
-	// a node would refuse is refused here with a 400 naming the header.
-	MaxSessionIDBytes = 256
 	// MaxDCNameBytes caps a DC name in the forwarding header.
 	MaxDCNameBytes = 256
 	// DefaultBlockSize is the KV block size of models without a Pool

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 )
 
@@ -32,6 +33,8 @@ type Gateway struct {
 	transport *http.Transport
 	metrics   *Metrics
 	handler   http.Handler
+	// bodies reads request bodies under the configured limits.
+	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
 	intercept func(consumer.LaneView) (float64, bool)
 }
@@ -44,7 +47,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, remotes: map[string]Remote{}, blocks: map[string]int{},
-		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics()}
+		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(),
+		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: BodyReadTimeout, Now: cfg.Now}}
 	dcs := []string{cfg.DC}
 	for _, r := range cfg.Remotes {
 		r.URL = trimBase(r.URL)
@@ -103,8 +107,8 @@ func (g *Gateway) Client() *http.Client { return g.client }
 // routes builds the route table.
 func (g *Gateway) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", g.completionHandler(endpointChat))
-	mux.HandleFunc("POST /v1/completions", g.completionHandler(endpointCompletions))
+	mux.HandleFunc("POST /v1/chat/completions", g.completionHandler(oaiedge.Chat))
+	mux.HandleFunc("POST /v1/completions", g.completionHandler(oaiedge.Completions))
 	mux.HandleFunc("GET /v1/models", g.handleModels)
 	mux.HandleFunc("GET /v1/sessions/{id}/home", g.handleHome)
 	mux.HandleFunc("POST /v1/route/explain", g.handleExplain)
