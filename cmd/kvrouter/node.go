@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/routing/policy"
@@ -72,7 +73,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&d.MaxSessions, "max-sessions", d.MaxSessions, "most live session bindings")
 	fs.IntVar(&d.MaxPromptTokens, "max-prompt-tokens", d.MaxPromptTokens, "longest prompt accepted, in tokens")
 	fs.Uint64Var(&d.Seed, "seed", 0, "seed of the selectors' random tie-breaks, fixed so that decisions are reproducible")
-	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", frontend.MaxBodyBytes, "largest request body accepted")
+	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", oaiedge.MaxBodyBytes, "largest request body accepted")
 	fs.IntVar(&c.Frontend.OverloadStatus, "overload-status", frontend.OverloadStatus, "HTTP status when every engine is over its busy thresholds")
 	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")

@@ -57,22 +57,39 @@ func TestTableWrite(t *testing.T) {
 	}
 }
 
-func TestNoRoute(t *testing.T) {
-	known := []string{"/v1/models", "/v1/sessions/"}
+func TestMux(t *testing.T) {
+	ready := false
+	ok := func(Endpoint) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(299) }
+	}
+	mux := NewMux(NewTable(), ok, func() bool { return ready },
+		Route{"GET /v1/sessions/{id}/home", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(298) }},
+		Route{"DELETE /v1/sessions/{id}/home", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(297) }})
 	tests := []struct {
-		path string
-		want error
+		method, path string
+		ready        bool
+		status       int
 	}{
-		{"/v1/models", ErrMethodNotAllowed},
-		{"/v1/sessions/abc", ErrMethodNotAllowed},
-		{"/v1/sessions/", ErrMethodNotAllowed},
-		{"/v1/sessions", ErrNotFound},
-		{"/v1/modelsx", ErrNotFound},
+		{"POST", "/v1/completions", false, 299},
+		{"POST", "/v1/chat/completions", false, 299},
+		{"GET", "/v1/completions", false, 405},
+		{"GET", "/health", false, 200},
+		{"GET", "/ready", false, 503},
+		{"GET", "/ready", true, 200},
+		{"POST", "/ready", true, 405},
+		{"GET", "/v1/sessions/a/home", false, 298},
+		{"DELETE", "/v1/sessions/a/home", false, 297},
+		{"PUT", "/v1/sessions/a/home", false, 405},
+		{"GET", "/v1/sessions/a", false, 404},
+		{"GET", "/nowhere", false, 404},
 	}
 	for _, tc := range tests {
-		t.Run(tc.path, func(t *testing.T) {
-			if got := NoRoute(tc.path, known...); got != tc.want {
-				t.Fatalf("got %v, want %v", got, tc.want)
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			ready = tc.ready
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d", rec.Code, tc.status)
 			}
 		})
 	}

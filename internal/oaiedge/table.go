@@ -100,15 +100,3 @@ func ParamOf(err error) string {
 	}
 	return ""
 }
-
-// NoRoute is the refusal of a request no route matched: ErrMethodNotAllowed
-// when path is one of known (or below one of them that ends in "/"), else
-// ErrNotFound.
-func NoRoute(path string, known ...string) error {
-	for _, k := range known {
-		if path == k || k[len(k)-1] == '/' && len(path) > len(k) && path[:len(k)] == k {
-			return ErrMethodNotAllowed
-		}
-	}
-	return ErrNotFound
-}

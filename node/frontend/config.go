@@ -9,13 +9,16 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // ErrConfig reports an invalid Config.
 var ErrConfig = errors.New("frontend: invalid config")
 
 // Config configures a Server. The zero value of every field means its
-// default (see limits.go for the reasons behind each default).
+// default (see limits.go and oaiedge's limits for the reasons behind each
+// default).
 type Config struct {
 	// DC is the data center the node serves, reported by GET
 	// /v1/sessions/{id}.
@@ -89,13 +92,13 @@ type Config struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	setDefault(&c.MaxBodyBytes, MaxBodyBytes)
-	setDefault(&c.MaxPromptTokens, MaxPromptTokens)
-	setDefault(&c.ReadHeaderTimeout, ReadHeaderTimeout)
-	setDefault(&c.BodyReadTimeout, BodyReadTimeout)
+	setDefault(&c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	setDefault(&c.MaxPromptTokens, oaiedge.MaxPromptTokens)
+	setDefault(&c.ReadHeaderTimeout, oaiedge.ReadHeaderTimeout)
+	setDefault(&c.BodyReadTimeout, oaiedge.BodyReadTimeout)
 	setDefault(&c.WriteTimeout, WriteTimeout)
-	setDefault(&c.StreamWriteTimeout, StreamWriteTimeout)
-	setDefault(&c.IdleTimeout, IdleTimeout)
+	setDefault(&c.StreamWriteTimeout, oaiedge.StreamWriteTimeout)
+	setDefault(&c.IdleTimeout, oaiedge.IdleTimeout)
 	setDefault(&c.ShutdownTimeout, ShutdownTimeout)
 	setDefault(&c.UpstreamDialTimeout, UpstreamDialTimeout)
 	setDefault(&c.UpstreamHeaderTimeout, UpstreamHeaderTimeout)

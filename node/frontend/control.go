@@ -36,31 +36,14 @@ func (s *Server) handleUnbind(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleHealth is liveness: the process serves HTTP.
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	oaiedge.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-}
-
-// handleReady is readiness: Config.Ready (default: at least one model is
-// served), and not draining.
-func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
-	if s.draining.Load() || !s.ready() {
-		s.errs.Write(w, oaiedge.ErrNotReady)
-		return
-	}
-	oaiedge.WriteJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
-}
-
+// ready is readiness for GET /ready: Config.Ready (default: at least one
+// model is served), and not draining.
 func (s *Server) ready() bool {
+	if s.draining.Load() {
+		return false
+	}
 	if s.cfg.Ready != nil {
 		return s.cfg.Ready()
 	}
 	return len(s.router.Models()) > 0
-}
-
-// handleUnknown answers requests no route matched, in the OpenAI error
-// shape rather than the mux's plain text: 405 on a known path, else 404.
-func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
-	s.errs.Write(w, oaiedge.NoRoute(r.URL.Path, "/v1/chat/completions", "/v1/completions", "/v1/models",
-		"/health", "/ready", "/metrics", "/v1/sessions/"))
 }

@@ -98,21 +98,18 @@ func randomPrefix() string {
 // Handler returns the frontend's HTTP handler (all routes).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// routes builds the route table.
+// routes builds the route table (oaiedge.NewMux adds the completion
+// endpoints, /health, /ready and the OpenAI-shaped 404 and 405).
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.completionHandler(oaiedge.Chat))
-	mux.HandleFunc("POST /v1/completions", s.completionHandler(oaiedge.Completions))
-	mux.HandleFunc("GET /v1/models", s.handleModels)
-	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleUnbind)
-	mux.HandleFunc("GET /v1/sessions/{id}", s.handleSession)
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /ready", s.handleReady)
-	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.metrics.Handler())
+	own := []oaiedge.Route{
+		{Pattern: "GET /v1/models", Handler: s.handleModels},
+		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind},
+		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession},
 	}
-	mux.HandleFunc("/", s.handleUnknown)
-	return mux
+	if s.metrics != nil {
+		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP})
+	}
+	return oaiedge.NewMux(s.errs, s.completionHandler, s.ready, own...)
 }
 
 // Serve serves HTTP on ln until ctx ends, then stops accepting, marks the
@@ -163,7 +160,7 @@ func (s *Server) httpServer(base context.Context) *http.Server {
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
+		MaxHeaderBytes:    oaiedge.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}

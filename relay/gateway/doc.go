@@ -138,7 +138,7 @@
 //
 //   - Bad input gets a 4xx with an OpenAI error body naming the parameter
 //     (malformed JSON, missing model or prompt, bad token ids, prompt over
-//     MaxPromptTokens, body over MaxBodyBytes 413, slow body 408, oversized
+//     Config.MaxPromptTokens, body over Config.MaxBodyBytes 413, slow body 408, oversized
 //     session id); unknown routes 404, wrong methods 405; never a panic.
 //   - Every answered completion is counted once in
 //     kvrouter_gateway_requests_total by decision: local, remote,

@@ -85,24 +85,3 @@ type target struct {
 	remote bool
 	dc     string
 }
-
-// handleHealth is liveness: the process serves HTTP.
-func handleHealth(w http.ResponseWriter, _ *http.Request) {
-	oaiedge.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-}
-
-// handleReady is readiness: some local router node is ready.
-func (g *Gateway) handleReady(w http.ResponseWriter, _ *http.Request) {
-	if !g.nodes.anyHealthy() {
-		errorTable.Write(w, oaiedge.ErrNotReady)
-		return
-	}
-	oaiedge.WriteJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
-}
-
-// handleUnknown answers what no route matched in the OpenAI error shape:
-// 405 on a known path, else 404.
-func handleUnknown(w http.ResponseWriter, r *http.Request) {
-	errorTable.Write(w, oaiedge.NoRoute(r.URL.Path, "/v1/chat/completions", "/v1/completions", "/v1/models",
-		"/health", "/ready", "/metrics"))
-}

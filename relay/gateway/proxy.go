@@ -115,7 +115,7 @@ func (x *exchange) relay(resp *http.Response, dc string) {
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			_ = x.rc.SetWriteDeadline(x.g.cfg.Now().Add(StreamWriteTimeout))
+			_ = x.rc.SetWriteDeadline(x.g.cfg.Now().Add(oaiedge.StreamWriteTimeout))
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
 				return // the client left or stalled; the deferred close ends the upstream
 			}
