@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/routing/policy"
@@ -37,6 +38,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate: serve the client-facing API over HTTPS (with --tls-key)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&c.EngineTLSCA, "engine-tls-ca", "", "PEM CA certificate of engines served over https (default: the system's roots)")
+	fs.BoolVar(&c.Frontend.EngineCleartextHTTP2, "engine-h2c", false, "speak HTTP/2 by prior knowledge to http:// engines (default HTTP/1.1; https engines use HTTP/2 when they offer it)")
 	fs.StringVar(&c.NATS, "nats", c.NATS, `NATS server: "embedded" runs one in-process, or nats://host:port`)
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port 0: any free port)")
 	fs.StringArrayVar(&c.Engines, "engine", nil, "declare an engine without kvrouter code (repeatable, one per engine and data-parallel rank): url=URL[,model=M][,block-size=16][,kv-events=tcp://h:5557][,replay=tcp://h:5558][,metrics=URL|none][,dp-rank=0][,kv-blocks=N][,max-batched-tokens=N]; in KVR_ENGINE separate entries with ';'")
@@ -73,7 +75,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&d.MaxSessions, "max-sessions", d.MaxSessions, "most live session bindings")
 	fs.IntVar(&d.MaxPromptTokens, "max-prompt-tokens", d.MaxPromptTokens, "longest prompt accepted, in tokens")
 	fs.Uint64Var(&d.Seed, "seed", 0, "seed of the selectors' random tie-breaks, fixed so that decisions are reproducible")
-	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", frontend.MaxBodyBytes, "largest request body accepted")
+	fs.Int64Var(&c.Frontend.MaxBodyBytes, "max-body-bytes", oaiedge.MaxBodyBytes, "largest request body accepted")
 	fs.IntVar(&c.Frontend.OverloadStatus, "overload-status", frontend.OverloadStatus, "HTTP status when every engine is over its busy thresholds")
 	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")

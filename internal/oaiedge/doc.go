@@ -9,6 +9,15 @@
 // hashes, and refusals naming the offending parameter for the OpenAI
 // error body.
 //
+// Around the parser, the rest of what both edges do alike, so that they
+// cannot drift apart: the session headers and the binding key
+// (ReadSession, Session.Key: the gateway homes a session by the key the
+// node binds it by), the bounded, deadline-bound body read (BodyReader),
+// the OpenAI error body (ErrorJSON, StreamErrorEvent), the error table
+// type with the classes of this package's refusals (NewTable, Entry:
+// each edge adds the rows of its own sentinels), the route refusals
+// (NoRoute) and a pool of token buffers (ParsePooled, Request.Release).
+//
 // Why it exists. Both edges read the whole body of every request before
 // routing it, and a pre-tokenized prompt of a few thousand ids is tens of
 // kilobytes of digits. encoding/json decoding such a body cost the gateway
@@ -42,10 +51,11 @@
 //
 // Refusals. It does not tokenize text, does not decode fields routing
 // does not read, and does not rewrite or copy the body: Tokens may alias
-// the scratch buffer and Text is a copy; mapping refusals to HTTP status is
-// each edge's error table's job.
+// the scratch buffer and Text is a copy. It maps to HTTP status only its
+// own refusals; an edge's sentinels are that edge's rows.
 //
-// Concurrency. Parse and ParseReusing keep no state between calls and may
-// run concurrently; a scratch buffer belongs to one parse at a time. A
-// Scanner and a Request belong to one goroutine.
+// Concurrency. Parse, ParseReusing and ParsePooled keep no state between
+// calls but the pool and may run concurrently; a scratch buffer belongs
+// to one parse at a time. A Scanner and a Request belong to one
+// goroutine. Tables, BodyReaders and the header lists are read-only.
 package oaiedge

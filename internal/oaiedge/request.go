@@ -64,6 +64,8 @@ type Request struct {
 
 	bytesPerToken int
 	scratch       []uint32
+	// pooled is the pool's buffer scratch came from (ParsePooled).
+	pooled *[]uint32
 }
 
 // PromptTokens is the prompt length in tokens: exact for token ids,

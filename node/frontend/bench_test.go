@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -58,23 +60,10 @@ func BenchmarkProxyAddedLatency(b *testing.B) {
 	body := tokenBody(12288, 1)
 	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer direct.Transport.(*http.Transport).CloseIdleConnections()
-	call := func(c *http.Client, url string) time.Duration {
-		start := time.Now()
-		resp, err := c.Post(url, "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		return time.Since(start)
-	}
 	var viaDirect, viaFrontend, scans []time.Duration
 	for b.Loop() {
-		viaDirect = append(viaDirect, call(direct, engine.URL+"/v1/completions"))
-		viaFrontend = append(viaFrontend, call(ts.client, ts.URL+"/v1/completions"))
+		viaDirect = append(viaDirect, oaiedgetest.TimedPost(b, direct, engine.URL+"/v1/completions", body))
+		viaFrontend = append(viaFrontend, oaiedgetest.TimedPost(b, ts.client, ts.URL+"/v1/completions", body))
 		scans = append(scans, timeScan(body))
 	}
 	d50, d99 := percentiles(viaDirect)
@@ -104,14 +93,17 @@ func timeScan(body []byte) time.Duration {
 	return time.Since(start)
 }
 
-// BenchmarkParseTokenPrompt measures parsing alone for the same body.
+// BenchmarkParseTokenPrompt measures parsing alone for the same body, the
+// way the handler parses: into a recycled token buffer.
 func BenchmarkParseTokenPrompt(b *testing.B) {
 	body := tokenBody(12288, 1)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := parseRequest(body, endpointCompletions, MaxPromptTokens); err != nil {
+		p, err := parseRequest(body, oaiedge.Completions, oaiedge.MaxPromptTokens)
+		if err != nil {
 			b.Fatal(err)
 		}
+		p.Release()
 	}
 }
 

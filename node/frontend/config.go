@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // ErrConfig reports an invalid Config.
 var ErrConfig = errors.New("frontend: invalid config")
 
 // Config configures a Server. The zero value of every field means its
-// default (see limits.go for the reasons behind each default).
+// default (see limits.go and oaiedge's limits for the reasons behind each
+// default).
 type Config struct {
 	// DC is the data center the node serves, reported by GET
 	// /v1/sessions/{id}.
@@ -56,6 +60,14 @@ type Config struct {
 	// EngineRootCAs verifies engines served over https; nil means the
 	// system's roots.
 	EngineRootCAs *x509.CertPool
+	// EngineCleartextHTTP2 speaks HTTP/2 to http:// engines by prior
+	// knowledge (h2c), and then HTTP/2 only; off, http:// engines get
+	// HTTP/1.1. https engines use HTTP/2 whenever they offer it by ALPN.
+	EngineCleartextHTTP2 bool
+	// EngineProxy, when set, chooses the proxy of each engine request, as
+	// http.Transport.Proxy; nil connects to engines directly, whatever
+	// HTTP_PROXY says, since engines are inside the deployment.
+	EngineProxy func(*http.Request) (*url.URL, error)
 
 	// OverloadStatus is the HTTP status for dispatch.ErrOverloaded (529 by
 	// default; 429 and 503 are common alternatives).
@@ -80,13 +92,13 @@ type Config struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	setDefault(&c.MaxBodyBytes, MaxBodyBytes)
-	setDefault(&c.MaxPromptTokens, MaxPromptTokens)
-	setDefault(&c.ReadHeaderTimeout, ReadHeaderTimeout)
-	setDefault(&c.BodyReadTimeout, BodyReadTimeout)
+	setDefault(&c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	setDefault(&c.MaxPromptTokens, oaiedge.MaxPromptTokens)
+	setDefault(&c.ReadHeaderTimeout, oaiedge.ReadHeaderTimeout)
+	setDefault(&c.BodyReadTimeout, oaiedge.BodyReadTimeout)
 	setDefault(&c.WriteTimeout, WriteTimeout)
-	setDefault(&c.StreamWriteTimeout, StreamWriteTimeout)
-	setDefault(&c.IdleTimeout, IdleTimeout)
+	setDefault(&c.StreamWriteTimeout, oaiedge.StreamWriteTimeout)
+	setDefault(&c.IdleTimeout, oaiedge.IdleTimeout)
 	setDefault(&c.ShutdownTimeout, ShutdownTimeout)
 	setDefault(&c.UpstreamDialTimeout, UpstreamDialTimeout)
 	setDefault(&c.UpstreamHeaderTimeout, UpstreamHeaderTimeout)

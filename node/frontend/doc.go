@@ -39,7 +39,8 @@
 //
 // Errors. Every error answered to a client is in the OpenAI shape
 // {"error":{"message","type","param","code"}}, with its status from one
-// table (errors.go): invalid body or headers 400 naming the parameter,
+// table (errors.go: the dispatch sentinels' rows and the frontend's, on
+// top of internal/oaiedge's rows for its own refusals): invalid body or headers 400 naming the parameter,
 // prompt over the limit 400, unknown model 404, oversized body 413, slow
 // body 408, overloaded 529 (Config.OverloadStatus), no engine 503, session
 // limit 429, engine unreachable 502. Engine error statuses are passed on
@@ -48,7 +49,23 @@
 //
 // Edge limits are named constants with their reasons in limits.go, and the
 // slowloris defences are explained where they are set (Server.httpServer,
-// exchange.readBody, exchange.relayStream).
+// oaiedge.BodyReader, exchange.relayStream). The session headers are read
+// by oaiedge.ReadSession, as the DC gateway reads them, so that the
+// gateway homes a session by the key this node binds it by.
+//
+// Engine transport. Engines are called through net/http's Transport
+// (transport.go), tuned for a fleet: up to 256 idle connections per
+// engine and no fleet-wide cap, idle connections closed after 4 s (just
+// before uvicorn, which serves vLLM and SGLang, closes them after 5 s),
+// dial and TLS handshake bounded by UpstreamDialTimeout, the response
+// headers by UpstreamHeaderTimeout (a non-streaming engine sends them
+// only when the completion is done), compression off so that SSE flows
+// event by event, and no proxy unless Config.EngineProxy names one
+// (HTTP_PROXY is for the operator's shell, not for engines inside the
+// deployment). https engines get HTTP/2 when they offer it by ALPN.
+// http:// engines get HTTP/1.1: net/http speaks cleartext HTTP/2 only by
+// prior knowledge, with HTTP/1 off, which would break any engine that
+// does not speak it, so it is opt-in (Config.EngineCleartextHTTP2).
 //
 // Guarantees. No input panics the server: bodies are validated at the
 // edge. Decision.Done is called exactly once for every routed request,
@@ -69,23 +86,15 @@
 //     and close a request body after RoundTrip returned, so each reader
 //     holds its own reference and the buffer is recycled only after the
 //     last one lets go; GetBody replays it on a fresh connection.
-//   - Plain-HTTP engines are called by engineTransport, an HTTP/1.1
-//     client that runs each exchange on the request's own goroutine:
-//     net/http's Transport hands every request and response between the
-//     caller, a write loop and a read loop, and on a node with few cores
-//     those hand-offs were the largest part of the added latency. The
-//     request head and the pooled body go out in one vectored write,
-//     straight from the body's buffer; the response head is parsed by
-//     http.ReadResponse; cancellation expires the connection's deadline
-//     (context.AfterFunc), so it needs no goroutine. https engines use
-//     net/http, whose connections (engineConn) also write a pooled body
-//     without the 32 KiB copy buffer it would otherwise allocate.
+//   - Engine connections (engineConn) write a pooled body straight from
+//     its buffer, without the 32 KiB copy buffer net/http would otherwise
+//     allocate per request.
 //   - Token id arrays are parsed by an AVX2 kernel where the processor has
 //     one (internal/oaiedge): 64 bytes are classified at a time and eight
 //     ids converted at once, about twice as fast as the portable
 //     comma-mask loop, which stays the reference and the path elsewhere.
 //     Parsing is still the largest part of the node's own work.
-//   - Token id slices are pooled (buffers.go) for the same reason as
+//   - Token id slices are pooled (oaiedge.ParsePooled) for the same reason as
 //     bodies, and metric children are resolved once per model
 //     (observers.go), not looked up by label values on every request.
 //

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -135,10 +136,10 @@ func TestErrorTable(t *testing.T) {
 		status int
 		code   string
 	}{
-		{name: "invalid", err: badParam("x", "bad"), status: 400, code: "invalid_request"},
+		{name: "invalid", err: oaiedge.Invalid("x", "bad"), status: 400, code: "invalid_request"},
 		{name: "too long", err: fmt.Errorf("w: %w", dispatch.ErrPromptTooLong), status: 400, code: "context_length_exceeded"},
-		{name: "too large", err: ErrBodyTooLarge, status: 413, code: "request_too_large"},
-		{name: "body timeout", err: ErrBodyTimeout, status: 408, code: "request_timeout"},
+		{name: "too large", err: oaiedge.ErrBodyTooLarge, status: 413, code: "request_too_large"},
+		{name: "body timeout", err: oaiedge.ErrBodyTimeout, status: 408, code: "request_timeout"},
 		{name: "model", err: dispatch.ErrModelNotFound, status: 404, code: "model_not_found"},
 		{name: "overloaded", err: dispatch.ErrOverloaded, status: 529, code: "overloaded"},
 		{name: "no engine", err: dispatch.ErrNoEngine, status: 503, code: "no_engine"},
@@ -148,9 +149,9 @@ func TestErrorTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := classify(tc.err, 529)
-			if c.status != tc.status || c.code != tc.code {
-				t.Fatalf("got %d %q, want %d %q", c.status, c.code, tc.status, tc.code)
+			c := errorTable(529).Classify(tc.err)
+			if c.Status != tc.status || c.Code != tc.code {
+				t.Fatalf("got %d %q, want %d %q", c.Status, c.Code, tc.status, tc.code)
 			}
 		})
 	}

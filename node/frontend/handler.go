@@ -3,8 +3,6 @@ package frontend
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -22,7 +21,7 @@ type exchange struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	rc    *http.ResponseController
-	ep    endpoint
+	ep    oaiedge.Endpoint
 	start time.Time
 	id    string
 	span  trace.Span
@@ -30,7 +29,7 @@ type exchange struct {
 	// model, so that clients cannot mint label values with made-up names.
 	model  string
 	status int
-	p      *parsed
+	p      *oaiedge.Request
 	body   *body
 	dec    *dispatch.Decision
 	obs    observation
@@ -39,13 +38,13 @@ type exchange struct {
 }
 
 // completionHandler serves one of the two proxied endpoints.
-func (s *Server) completionHandler(ep endpoint) http.HandlerFunc {
+func (s *Server) completionHandler(ep oaiedge.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{s: s, w: w, r: r, rc: http.NewResponseController(w), ep: ep, start: s.cfg.Now(),
 			obs: observation{promptTokens: -1, completionTokens: -1}}
 		x.id = s.requestID(r)
 		w.Header().Set("X-Request-Id", x.id)
-		ctx, span := s.tracer.Start(r.Context(), "kvrouter.frontend "+ep.path(),
+		ctx, span := s.tracer.Start(r.Context(), "kvrouter.frontend "+ep.Path(),
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("kvrouter.request_id", x.id)))
 		x.span = span
 		defer x.finish()
@@ -57,7 +56,7 @@ func (s *Server) completionHandler(ep endpoint) http.HandlerFunc {
 // path past a successful Route calls Decision.Done exactly once.
 func (x *exchange) serve(ctx context.Context) {
 	if f := x.s.cfg.Serving; f != nil && !f() {
-		x.fail(ErrNotReady)
+		x.fail(oaiedge.ErrNotReady)
 		return
 	}
 	var err error
@@ -65,7 +64,7 @@ func (x *exchange) serve(ctx context.Context) {
 		x.fail(err)
 		return
 	}
-	if x.p, err = parseRequestPooled(x.body.data, x.ep, x.s.cfg.MaxPromptTokens, getTokens()); err != nil {
+	if x.p, err = parseRequest(x.body.data, x.ep, x.s.cfg.MaxPromptTokens); err != nil {
 		x.fail(err)
 		return
 	}
@@ -108,55 +107,23 @@ func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
 	return x.proxy(ctx)
 }
 
-// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout,
-// into a pooled buffer when the length is known (see body).
-// The read deadline is the slowloris defence for bodies: once the headers
-// are in, the client has BodyReadTimeout to deliver the body, however it
-// paces the bytes. The deadline is cleared afterwards, because the server
-// keeps reading the connection in the background during the response to
-// notice a client that goes away, and that read must not time out.
+// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout
+// (oaiedge.BodyReader, which explains the deadline), into a pooled buffer
+// when the length is known (see body).
 func (x *exchange) readBody() (*body, error) {
-	limit := x.s.cfg.MaxBodyBytes
-	if x.r.ContentLength > limit {
-		return nil, ErrBodyTooLarge
-	}
-	_ = x.rc.SetReadDeadline(x.s.cfg.Now().Add(x.s.cfg.BodyReadTimeout))
-	defer func() { _ = x.rc.SetReadDeadline(time.Time{}) }()
-	rd := http.MaxBytesReader(x.w, x.r.Body, limit)
 	var b *body
-	var err error
-	if n := x.r.ContentLength; n >= 0 {
-		b = getBody(int(n))
-		_, err = io.ReadFull(rd, b.data)
-	} else {
-		var data []byte
-		data, err = io.ReadAll(rd)
+	data, err := x.s.bodies.Read(x.w, x.r, func(n int) []byte {
+		b = getBody(n)
+		return b.data
+	})
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	if b == nil {
 		b = wrapBody(data)
 	}
-	if err != nil {
-		// The rest of a failed body is not worth reading: closing the
-		// connection stops net/http from draining it after the response,
-		// which a trickling client would stretch out indefinitely.
-		x.w.Header().Set("Connection", "close")
-		b.release()
-		return nil, bodyError(err)
-	}
 	return b, nil
-}
-
-// bodyError classifies a body read failure.
-func bodyError(err error) error {
-	var tooLarge *http.MaxBytesError
-	var netErr net.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &tooLarge):
-		return ErrBodyTooLarge
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return ErrBodyTimeout
-	}
-	return badParam("", "reading the request body: %v", err)
 }
 
 // dispatchRequest builds the routing request from the body and headers.
@@ -189,11 +156,11 @@ func (x *exchange) annotate(req *dispatch.Request) {
 
 // fail answers with err's error class, unless the client is gone.
 func (x *exchange) fail(err error) {
-	c := classify(err, x.s.cfg.OverloadStatus)
-	x.status = c.status
+	c := x.s.errs.Classify(err)
+	x.status = c.Status
 	x.span.RecordError(err)
-	if c.status != StatusClientClosed {
-		writeJSON(x.w, c.status, errorJSON(err, c))
+	if c.Status != StatusClientClosed {
+		oaiedge.WriteJSON(x.w, c.Status, oaiedge.ErrorJSON(err, c))
 	}
 }
 
@@ -205,7 +172,7 @@ func (x *exchange) finish() {
 	x.record()
 	// The token ids were lent to the router for Route only (see
 	// dispatch.Request), and the metrics above were the last reader.
-	x.p.release()
+	x.p.Release()
 	// The engine transport may still hold a reader of the body; the
 	// buffer returns to its pool when that is closed too.
 	x.body.release()

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // outcomes are the values of the requests counter's outcome label, in the
@@ -62,7 +63,7 @@ func (c *observerCache) forModel(model string) *modelObservers {
 	}
 	for ep := range o.requests {
 		for i, oc := range outcomes {
-			o.requests[ep][i] = c.m.Requests.WithLabelValues(model, endpoint(ep).path(), oc)
+			o.requests[ep][i] = c.m.Requests.WithLabelValues(model, oaiedge.Endpoint(ep).Path(), oc)
 		}
 	}
 	if c.models == nil {

@@ -6,44 +6,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
-
-// apiError is the OpenAI error object; Param and Code are null when empty.
-type apiError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// errorEnvelope is the OpenAI error body {"error": {...}}.
-type errorEnvelope struct {
-	Error apiError `json:"error"`
-}
-
-// optional returns nil for "" so the field encodes as null.
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// errorJSON encodes err's OpenAI body for its error class.
-func errorJSON(err error, c errorClass) []byte {
-	b, _ := json.Marshal(errorEnvelope{Error: apiError{
-		Message: err.Error(), Type: c.typ, Param: optional(paramOf(err)), Code: optional(c.code),
-	}})
-	return b
-}
-
-// writeJSON writes a JSON response with the given status.
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
 
 // maxUpstreamErrorBytes caps how much of an engine's error body is read and
 // how much of a non-JSON one is quoted back: error bodies are short, and a
@@ -55,7 +20,7 @@ const maxUpstreamErrorBytes = 64 << 10
 // {"object":"error","message",...} form, FastAPI's {"detail": ...} and
 // plain text; numeric codes become strings.
 func normaliseUpstreamError(status int, body []byte) []byte {
-	e := apiError{Type: upstreamErrorType(status)}
+	e := oaiedge.APIError{Type: upstreamErrorType(status)}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) == nil {
 		fields := top
@@ -75,12 +40,12 @@ func normaliseUpstreamError(status int, body []byte) []byte {
 	if e.Message == "" {
 		e.Message = "engine returned " + strconv.Itoa(status) + " " + http.StatusText(status)
 	}
-	out, _ := json.Marshal(errorEnvelope{Error: e})
+	out, _ := json.Marshal(oaiedge.ErrorBody{Error: e})
 	return out
 }
 
 // readUpstreamFields copies the known error fields from an engine's body.
-func readUpstreamFields(e *apiError, f map[string]json.RawMessage) {
+func readUpstreamFields(e *oaiedge.APIError, f map[string]json.RawMessage) {
 	if m := jsonText(f["message"]); m != "" {
 		e.Message = m
 	} else if d := jsonText(f["detail"]); d != "" {
@@ -89,8 +54,8 @@ func readUpstreamFields(e *apiError, f map[string]json.RawMessage) {
 	if t := jsonText(f["type"]); t != "" {
 		e.Type = t
 	}
-	e.Param = optional(jsonText(f["param"]))
-	e.Code = optional(jsonText(f["code"]))
+	e.Param = oaiedge.Optional(jsonText(f["param"]))
+	e.Code = oaiedge.Optional(jsonText(f["code"]))
 }
 
 // jsonText renders a JSON value as text: strings unquoted, null and absent
@@ -117,14 +82,6 @@ func upstreamErrorType(status int) string {
 		return "invalid_request_error"
 	}
 	return "server_error"
-}
-
-// streamErrorEvent is the SSE event sent when a stream fails after it
-// began: the status line is gone, so the error travels in the stream.
-func streamErrorEvent(err error, c errorClass) []byte {
-	body := errorJSON(err, c)
-	ev := make([]byte, 0, len(body)+8)
-	return append(append(append(ev, "data: "...), body...), "\n\n"...)
 }
 
 // modelList is the OpenAI /v1/models response.

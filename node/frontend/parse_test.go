@@ -1,19 +1,17 @@
 package frontend
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
-	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
 func TestParseRequest(t *testing.T) {
 	tests := []struct {
 		name      string
-		ep        endpoint
+		ep        oaiedge.Endpoint
 		body      string
 		model     string
 		stream    bool
@@ -26,12 +24,12 @@ func TestParseRequest(t *testing.T) {
 	}{
 		// The parser itself is tested in internal/oaiedge; these check that
 		// every field reaches the node's request.
-		{name: "chat fields", ep: endpointChat,
+		{name: "chat fields", ep: oaiedge.Chat,
 			body:  `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":7,"messages":[{"role":"user","content":"hi"}],"kvrouter":{"lora":"l"},"cache_salt":"s"}`,
 			model: "m", stream: true, usage: true, maxTokens: 7, text: "user\nhi\n", lora: "l", salt: "s"},
-		{name: "chat token ids", ep: endpointChat, body: `{"model":"m","messages":[{"role":"user","content":"x"}],"kvrouter":{"token_ids":[1,2,3]}}`, model: "m", tokens: []uint32{1, 2, 3}},
-		{name: "completions ints", ep: endpointCompletions, body: `{"model":"m","prompt":[0,4294967295],"max_tokens":3}`, model: "m", maxTokens: 3, tokens: []uint32{0, math.MaxUint32}},
-		{name: "completions string", ep: endpointCompletions, body: `{"model":"m","prompt":"abc"}`, model: "m", text: "abc"},
+		{name: "chat token ids", ep: oaiedge.Chat, body: `{"model":"m","messages":[{"role":"user","content":"x"}],"kvrouter":{"token_ids":[1,2,3]}}`, model: "m", tokens: []uint32{1, 2, 3}},
+		{name: "completions ints", ep: oaiedge.Completions, body: `{"model":"m","prompt":[0,4294967295],"max_tokens":3}`, model: "m", maxTokens: 3, tokens: []uint32{0, math.MaxUint32}},
+		{name: "completions string", ep: oaiedge.Completions, body: `{"model":"m","prompt":"abc"}`, model: "m", text: "abc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +37,7 @@ func TestParseRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer p.Release()
 			if p.Model != tc.model || p.Stream != tc.stream || p.IncludeUsage != tc.usage || p.MaxTokens != tc.maxTokens ||
 				!equalTokens(p.Tokens, tc.tokens) || p.Text != tc.text || p.LoRA != tc.lora || p.CacheSalt != tc.salt {
 				t.Fatalf("parsed %+v", p)
@@ -51,22 +50,23 @@ func TestParseLimits(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want error
+		code string // "" for none
 	}{
 		{name: "at limit", body: `{"model":"m","prompt":[1,2,3,4]}`},
-		{name: "over limit", body: `{"model":"m","prompt":[1,2,3,4,5]}`, want: dispatch.ErrPromptTooLong},
-		{name: "batch member over limit", body: `{"model":"m","prompt":[[1],[1,2,3,4,5]]}`, want: dispatch.ErrPromptTooLong},
-		{name: "text over limit", body: `{"model":"m","prompt":"` + strings.Repeat("x", 17) + `"}`, want: dispatch.ErrPromptTooLong},
-		{name: "token over 2^32", body: `{"model":"m","prompt":[4294967296]}`, want: ErrInvalidRequest},
-		{name: "leading zero", body: `{"model":"m","prompt":[01]}`, want: ErrInvalidRequest},
-		{name: "exponent", body: `{"model":"m","prompt":[1e2]}`, want: ErrInvalidRequest},
-		{name: "deep nesting", body: `{"model":"m","prompt":"x","x":` + strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1) + `}`, want: ErrInvalidRequest},
+		{name: "over limit", body: `{"model":"m","prompt":[1,2,3,4,5]}`, code: "context_length_exceeded"},
+		{name: "batch member over limit", body: `{"model":"m","prompt":[[1],[1,2,3,4,5]]}`, code: "context_length_exceeded"},
+		{name: "text over limit", body: `{"model":"m","prompt":"` + strings.Repeat("x", 17) + `"}`, code: "context_length_exceeded"},
+		{name: "token over 2^32", body: `{"model":"m","prompt":[4294967296]}`, code: "invalid_request"},
+		{name: "leading zero", body: `{"model":"m","prompt":[01]}`, code: "invalid_request"},
+		{name: "exponent", body: `{"model":"m","prompt":[1e2]}`, code: "invalid_request"},
+		{name: "deep nesting", body: `{"model":"m","prompt":"x","x":` + strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1) + `}`, code: "invalid_request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseRequest([]byte(tc.body), endpointCompletions, 4)
-			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
-				t.Fatalf("err %v, want %v", err, tc.want)
+			p, err := parseRequest([]byte(tc.body), oaiedge.Completions, 4)
+			p.Release()
+			if tc.code == "" && err != nil || tc.code != "" && errorTable(529).Classify(err).Code != tc.code {
+				t.Fatalf("err %v, want %q", err, tc.code)
 			}
 		})
 	}
@@ -81,46 +81,22 @@ func FuzzInspectChunk(f *testing.F) {
 	})
 }
 
-// TestPooledBufferNotSharedByTwoArrays checks that a body with both a
-// prompt token array and the kvrouter.token_ids extension keeps both
-// arrays intact, whichever comes first, and that release recycles the
-// buffer the first array was parsed into.
-func TestPooledBufferNotSharedByTwoArrays(t *testing.T) {
-	tests := []struct{ name, body string }{
-		{name: "extension first", body: `{"model":"m","kvrouter":{"token_ids":[1,2,3]},"prompt":[7,8,9,10]}`},
-		{name: "prompt first", body: `{"model":"m","prompt":[7,8,9,10],"kvrouter":{"token_ids":[1,2,3]}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			buf := new([]uint32)
-			p, err := parseRequestPooled([]byte(tc.body), endpointCompletions, 100, buf)
-			if err != nil || !equalTokens(p.Tokens, []uint32{1, 2, 3}) {
-				t.Fatalf("tokens %v, err %v", p.Tokens, err)
-			}
-			p.release()
-			if cap(*buf) == 0 || p.buf != nil {
-				t.Fatalf("release kept no buffer (cap %d) or did not let go of it", cap(*buf))
-			}
-		})
-	}
-}
-
-// TestParseErrorsKeepParam checks that the parser's refusals arrive as the
-// frontend's request errors, with their parameter.
+// TestParseErrorsKeepParam checks that the parser's refusals reach the
+// error table with their parameter and class.
 func TestParseErrorsKeepParam(t *testing.T) {
 	tests := []struct {
-		name, body, param string
-		kind              error
+		name, body, param, code string
 	}{
-		{name: "malformed", body: `{`, kind: ErrInvalidRequest},
-		{name: "wrong type", body: `{"model":1,"prompt":"x"}`, param: "model", kind: ErrInvalidRequest},
-		{name: "too long", body: `{"model":"m","prompt":[1,2,3]}`, param: "prompt", kind: dispatch.ErrPromptTooLong},
+		{name: "malformed", body: `{`, code: "invalid_request"},
+		{name: "wrong type", body: `{"model":1,"prompt":"x"}`, param: "model", code: "invalid_request"},
+		{name: "too long", body: `{"model":"m","prompt":[1,2,3]}`, param: "prompt", code: "context_length_exceeded"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseRequestPooled([]byte(tc.body), endpointCompletions, 2, getTokens())
-			if !errors.Is(err, tc.kind) || paramOf(err) != tc.param {
-				t.Fatalf("err %v param %q, want %v %q", err, paramOf(err), tc.kind, tc.param)
+			_, err := parseRequest([]byte(tc.body), oaiedge.Completions, 2)
+			c := errorTable(529).Classify(err)
+			if c.Status != 400 || c.Code != tc.code || oaiedge.ParamOf(err) != tc.param {
+				t.Fatalf("err %v param %q class %+v, want %q %q", err, oaiedge.ParamOf(err), c, tc.param, tc.code)
 			}
 		})
 	}
@@ -156,20 +132,5 @@ func TestInspectChunk(t *testing.T) {
 				t.Fatalf("content %v error %v usage %d/%d", content, o.streamError, o.promptTokens, o.completionTokens)
 			}
 		})
-	}
-}
-
-// BenchmarkParseTokenPromptPooled is BenchmarkParseTokenPrompt the way the
-// handler parses: into a recycled token buffer.
-func BenchmarkParseTokenPromptPooled(b *testing.B) {
-	body := tokenBody(12288, 1)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := parseRequestPooled(body, endpointCompletions, MaxPromptTokens, getTokens())
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.release()
 	}
 }

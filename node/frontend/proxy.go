@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -34,11 +35,7 @@ func (x *exchange) proxy(ctx context.Context) error {
 	// An engine dropped for silence will not answer: ending the upstream
 	// request frees the client, mid-stream or still waiting.
 	defer context.AfterFunc(x.dec.Lost(), cancel)()
-	req, err := x.upstreamRequest(ctx)
-	if err != nil {
-		return x.upstreamFailed(ctx, err)
-	}
-	resp, err := x.s.client.Do(req)
+	resp, err := x.roundTrip(ctx)
 	if err != nil {
 		if !x.rerouted && isDialError(err) && x.r.Context().Err() == nil {
 			// Nothing reached the engine and nothing was written to the
@@ -71,6 +68,33 @@ func (x *exchange) lostCause() error {
 	return nil
 }
 
+// roundTrip sends the request to the engine and returns its answer's
+// head. A request whose write failed is sent once more: the engine closed
+// the connection under it (it restarted, died, or closed a kept-alive
+// connection just as it was reused), so it cannot have read the whole
+// request, and net/http does not replay a request it wrote a part of. On
+// an engine that died the second attempt finds nothing to connect to,
+// which proxy's caller answers by routing the request elsewhere.
+func (x *exchange) roundTrip(ctx context.Context) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := x.upstreamRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := x.s.client.Do(req)
+		if err == nil || attempt > 0 || !isWriteError(err) || ctx.Err() != nil {
+			return resp, err
+		}
+	}
+}
+
+// isWriteError reports a failure to write the request on a connection
+// (reset, closed by the engine or by net/http on seeing it closed).
+func isWriteError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write"
+}
+
 // isDialError reports whether err is a failure to connect (refused, timed
 // out, no route), after which the engine cannot have seen the request.
 func isDialError(err error) bool {
@@ -84,13 +108,22 @@ func isDialError(err error) bool {
 // are meant for the service in front of the fleet, not for the engines.
 // The body is read from the exchange's pooled buffer, and GetBody lets
 // the transport replay it on a fresh connection when a kept-alive one
-// turns out to be closed.
+// turns out to be closed: an engine that restarted or closed an idle
+// connection just as it was reused has seen no request, and one that died
+// leaves the replay a dial error, after which serve routes the request
+// elsewhere. net/http replays a POST (a request it wrote whole, on a
+// reused connection that then failed before any byte of an answer) only
+// when it is marked idempotent; the mark's empty value is not sent. An
+// engine that read the request and then crashed can cause that too, and
+// then does the prefill twice: the price of not failing requests on
+// connections an engine closed while they idled. roundTrip replays a
+// request whose write failed.
 func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	rd, err := x.body.reader()
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.dec.EndpointURL+x.ep.path(), rd)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.dec.EndpointURL+x.ep.Path(), rd)
 	if err != nil {
 		_ = rd.Close()
 		return nil, err
@@ -99,6 +132,7 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	req.GetBody = x.body.reader
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", x.id)
+	req.Header["Idempotency-Key"] = nil
 	if x.s.engineAuth != "" {
 		req.Header.Set("Authorization", x.s.engineAuth)
 	}
@@ -147,7 +181,7 @@ func (x *exchange) engineRefusedKey(resp *http.Response) error {
 func (x *exchange) relayError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamErrorBytes))
 	x.status = resp.StatusCode
-	writeJSON(x.w, resp.StatusCode, normaliseUpstreamError(resp.StatusCode, raw))
+	oaiedge.WriteJSON(x.w, resp.StatusCode, normaliseUpstreamError(resp.StatusCode, raw))
 	return fmt.Errorf("%w: engine status %d", ErrUpstream, resp.StatusCode)
 }
 

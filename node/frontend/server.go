@@ -3,7 +3,6 @@ package frontend
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,12 +11,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -36,11 +35,15 @@ type Server struct {
 	client    *http.Client
 	// transport is set when the Server built its own engine client, which
 	// it then closes when Serve returns.
-	transport *engineTransport
-	handler   http.Handler
-	draining  atomic.Bool
-	idPrefix  string
-	idSeq     atomic.Uint64
+	transport *http.Transport
+	// errs is the error table, with Config.OverloadStatus.
+	errs oaiedge.Table
+	// bodies reads request bodies under the configured limits.
+	bodies   oaiedge.BodyReader
+	handler  http.Handler
+	draining atomic.Bool
+	idPrefix string
+	idSeq    atomic.Uint64
 	// engineAuth is the Authorization value sent to engines, built once
 	// from Config.EngineAPIKey ("" without a key).
 	engineAuth string
@@ -62,41 +65,21 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName)}
+	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName),
+		errs:   errorTable(cfg.OverloadStatus),
+		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: cfg.BodyReadTimeout, Now: cfg.Now}}
 	if cfg.EngineAPIKey != "" {
 		s.engineAuth = "Bearer " + cfg.EngineAPIKey
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		s.transport = newEngineTransport(cfg)
+		s.transport = newTransport(cfg)
 		rt = s.transport
 	}
 	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
 	s.idPrefix = randomPrefix()
 	s.handler = s.routes()
 	return s, nil
-}
-
-// newTransport builds the net/http engine transport, which carries what
-// engineTransport does not (https engines). Engines are few and close, so
-// many idle connections per engine are kept to avoid a handshake per
-// request; compression is off because SSE must flow event by event. The
-// connections write request bodies straight from the pooled buffer
-// (engineConn), so a long pre-tokenized prompt goes out in one write after
-// the write buffer's first 4 KiB; the 64 KiB read buffer takes a large
-// non-streamed answer in few reads.
-func newTransport(cfg Config) *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialEngine((&net.Dialer{Timeout: cfg.UpstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext),
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       cfg.IdleTimeout,
-		ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout,
-		DisableCompression:    true,
-		ReadBufferSize:        64 << 10,
-		TLSClientConfig:       &tls.Config{RootCAs: cfg.EngineRootCAs, MinVersion: tls.VersionTLS12},
-	}
 }
 
 // noRedirects stops the client from following engine redirects: an engine
@@ -115,21 +98,18 @@ func randomPrefix() string {
 // Handler returns the frontend's HTTP handler (all routes).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// routes builds the route table.
+// routes builds the route table (oaiedge.NewMux adds the completion
+// endpoints, /health, /ready and the OpenAI-shaped 404 and 405).
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.completionHandler(endpointChat))
-	mux.HandleFunc("POST /v1/completions", s.completionHandler(endpointCompletions))
-	mux.HandleFunc("GET /v1/models", s.handleModels)
-	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleUnbind)
-	mux.HandleFunc("GET /v1/sessions/{id}", s.handleSession)
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /ready", s.handleReady)
-	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.metrics.Handler())
+	own := []oaiedge.Route{
+		{Pattern: "GET /v1/models", Handler: s.handleModels},
+		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind},
+		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession},
 	}
-	mux.HandleFunc("/", s.handleUnknown)
-	return mux
+	if s.metrics != nil {
+		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP})
+	}
+	return oaiedge.NewMux(s.errs, s.completionHandler, s.ready, own...)
 }
 
 // Serve serves HTTP on ln until ctx ends, then stops accepting, marks the
@@ -180,7 +160,7 @@ func (s *Server) httpServer(base context.Context) *http.Server {
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
+		MaxHeaderBytes:    oaiedge.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -27,18 +28,18 @@ type sessionView struct {
 // It is this node's applied state (a local read), 404 when unbound.
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > MaxSessionIDBytes {
-		s.writeError(w, badParam("id", "session id must be 1 to %d bytes", MaxSessionIDBytes))
+	if err := oaiedge.SessionIDParam(id); err != nil {
+		s.errs.Write(w, err)
 		return
 	}
 	sr, ok := s.router.(dispatch.SessionReader)
 	if !ok {
-		s.writeError(w, ErrNotFound)
+		s.errs.Write(w, oaiedge.ErrNotFound)
 		return
 	}
 	b, err := sr.Session(r.Context(), id)
 	if err != nil {
-		s.writeError(w, err)
+		s.errs.Write(w, err)
 		return
 	}
 	v := sessionView{ID: id, Object: "session", DC: s.cfg.DC, Engine: b.Worker.String(), EngineID: uint64(b.Worker.ID),
@@ -47,5 +48,5 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		v.IdleDeadline = b.IdleDeadline.UTC().Format(time.RFC3339Nano)
 	}
 	body, _ := json.Marshal(v)
-	writeJSON(w, http.StatusOK, body)
+	oaiedge.WriteJSON(w, http.StatusOK, body)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // maxEventBytes caps one SSE event from an engine. Events are single
@@ -169,7 +171,7 @@ func (x *exchange) streamEnded(err error) error {
 	x.status = http.StatusBadGateway
 	if !x.obs.streamError {
 		cerr := fmt.Errorf("%w: engine %v failed mid-stream", ErrUpstream, x.dec.Worker)
-		_ = x.writeEvent(streamErrorEvent(cerr, classify(cerr, x.s.cfg.OverloadStatus)))
+		_ = x.writeEvent(oaiedge.StreamErrorEvent(cerr, x.s.errs.Classify(cerr)))
 	}
 	return fmt.Errorf("%w: %w", ErrUpstream, err)
 }

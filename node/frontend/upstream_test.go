@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -38,7 +39,7 @@ func TestNormaliseUpstreamError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var env struct{ Error apiError }
+			var env oaiedge.ErrorBody
 			if err := json.Unmarshal(normaliseUpstreamError(tc.status, []byte(tc.body)), &env); err != nil {
 				t.Fatal(err)
 			}
@@ -286,5 +287,25 @@ func TestStreamCutMidEventIsNotRelayed(t *testing.T) {
 	}
 	if events != 2 || errorsSeen != 1 {
 		t.Fatalf("%d events, %d errors, want the first token and one error event: %q", events, errorsSeen, body)
+	}
+}
+
+// TestEngineClosedConnectionsReplayed checks that an engine that closes
+// the node's kept-alive connections (a restart, its keep-alive timeout)
+// costs no client an error: a request caught on such a connection, while
+// writing a long body or waiting for the answer, is sent again on a new
+// one.
+func TestEngineClosedConnectionsReplayed(t *testing.T) {
+	ts, r, e := setup(t, Config{}, nil)
+	body := `{"model":"m","prompt":"` + strings.Repeat("x", 200_000) + `"}`
+	for i := range 20 {
+		resp := post(t, ts, "/v1/completions", body, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+		if _, errs := r.waitDone(t); len(errs) != 1 || errs[0] != nil {
+			t.Fatalf("request %d: Done errors %v", i, errs)
+		}
+		e.CloseClientConnections()
 	}
 }

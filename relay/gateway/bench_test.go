@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 	"github.com/kvrouter/kvrouter/routing"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := request{Model: "m", Tokens: tokens}
+	req := oaiedge.Request{Model: "m", Tokens: tokens}
 	now := time.Unix(0, 0)
 	b.Run("decide", func(b *testing.B) {
 		b.ReportAllocs()
@@ -57,13 +58,14 @@ func BenchmarkDecision(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			r, err := parseRequest(body, endpointCompletions, MaxPromptTokens)
+			r, err := oaiedge.ParsePooled(body, oaiedge.Completions, oaiedge.Options{MaxPromptTokens: oaiedge.MaxPromptTokens})
 			if err != nil {
 				b.Fatal(err)
 			}
 			sc := scratchPool.Get().(*scratch)
-			g.decide(&r, now, sc)
+			g.decide(r, now, sc)
 			scratchPool.Put(sc)
+			r.Release()
 		}
 	})
 }
@@ -100,23 +102,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 
 // compareProxy alternates direct and gateway requests of body.
 func compareProxy(b *testing.B, client *http.Client, nodeURL, gwURL string, body []byte) {
-	once := func(url string) time.Duration {
-		start := time.Now()
-		resp, err := client.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		return time.Since(start)
-	}
 	var direct, via []time.Duration
 	for b.Loop() {
-		direct = append(direct, once(nodeURL))
-		via = append(via, once(gwURL))
+		direct = append(direct, oaiedgetest.TimedPost(b, client, nodeURL+"/v1/completions", body))
+		via = append(via, oaiedgetest.TimedPost(b, client, gwURL+"/v1/completions", body))
 	}
 	report(b, "direct", direct)
 	report(b, "gateway", via)

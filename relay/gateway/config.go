@@ -8,22 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/producer"
 )
 
-// Edge limits and defaults. Each is the default of the matching Config
-// field; the comment says why the value is what it is.
+// Limits and defaults of the gateway's own. Each is the default of the
+// matching Config field; the comment says why the value is what it is.
+// The edge limits a router node shares (body and prompt size, header,
+// body, idle and stream write timeouts) are oaiedge's.
 const (
-	// MaxBodyBytes caps a request body. It equals the router node's limit
-	// (node/frontend.MaxBodyBytes), so that the gateway refuses nothing a
-	// node would accept; a 1M-token prompt as a JSON array is about 7 MB.
-	MaxBodyBytes = 32 << 20
-	// MaxPromptTokens is the prompt limit, the router node's as well:
-	// 1Mi tokens is the largest context current models offer.
-	MaxPromptTokens = 1 << 20
-	// MaxSessionIDBytes caps session ids, the node's bound, so that an id
-	// a node would refuse is refused here with a 400 naming the header.
-	MaxSessionIDBytes = 256
 	// MaxDCNameBytes caps a DC name in the forwarding header.
 	MaxDCNameBytes = 256
 	// DefaultBlockSize is the KV block size of models without a Pool
@@ -33,18 +26,6 @@ const (
 	// polled: a dead node stops receiving new requests within a second,
 	// and connection-refused retries cover the gap.
 	DefaultHealthInterval = time.Second
-	// ReadHeaderTimeout is the slowloris defence for headers: a client
-	// trickling header bytes is cut 10 s after its first byte.
-	ReadHeaderTimeout = 10 * time.Second
-	// BodyReadTimeout bounds receiving a body (set per request): 30 s
-	// moves the largest allowed body over a 10 Mbit/s link.
-	BodyReadTimeout = 30 * time.Second
-	// StreamWriteTimeout is the per-write deadline of a relayed answer,
-	// extended after every write: a slow but reading client keeps its
-	// stream, one that stopped reading is cut after this long.
-	StreamWriteTimeout = 30 * time.Second
-	// IdleTimeout closes idle keep-alive client connections.
-	IdleTimeout = 120 * time.Second
 	// DialTimeout bounds connecting to a router node or a remote gateway;
 	// a connection that takes longer is treated as refused.
 	DialTimeout = 5 * time.Second
@@ -120,10 +101,10 @@ func (c *Config) EnsureDefaults() {
 		c.DefaultBlockSize = DefaultBlockSize
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = MaxBodyBytes
+		c.MaxBodyBytes = oaiedge.MaxBodyBytes
 	}
 	if c.MaxPromptTokens == 0 {
-		c.MaxPromptTokens = MaxPromptTokens
+		c.MaxPromptTokens = oaiedge.MaxPromptTokens
 	}
 	if c.HealthInterval == 0 {
 		c.HealthInterval = DefaultHealthInterval

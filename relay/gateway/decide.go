@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/routing"
@@ -23,7 +24,7 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // beats the local DC by the most, if one does. A request without token
 // ids has no hashes; it then has depth 0 everywhere and stays local
 // unless the load terms say otherwise.
-func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
+func (g *Gateway) decide(r *oaiedge.Request, now time.Time, sc *scratch) Choice {
 	dom, local := g.localCandidate(r, sc)
 	p := g.cfg.Policy
 	bs := int(dom.BlockSize)
@@ -40,7 +41,7 @@ func (g *Gateway) decide(r *request, now time.Time, sc *scratch) Choice {
 }
 
 // explain is decide with every remote lane's depth, left in sc.results.
-func (g *Gateway) explain(r *request, now time.Time, sc *scratch) Choice {
+func (g *Gateway) explain(r *oaiedge.Request, now time.Time, sc *scratch) Choice {
 	dom, local := g.localCandidate(r, sc)
 	sc.results = sc.results[:0]
 	if g.cfg.RemoteIndex != nil {
@@ -51,7 +52,7 @@ func (g *Gateway) explain(r *request, now time.Time, sc *scratch) Choice {
 
 // localCandidate hashes the request into sc.hashes and returns its
 // domain and the local DC's candidate: the exact local depth and load.
-func (g *Gateway) localCandidate(r *request, sc *scratch) (producer.Domain, Candidate) {
+func (g *Gateway) localCandidate(r *oaiedge.Request, sc *scratch) (producer.Domain, Candidate) {
 	bs := g.blockSize(r.Model)
 	dom := producer.Domain{Model: r.Model, BlockSize: uint32(bs), HashScheme: producer.HashSchemeXXH3Chain,
 		HashSeed: routing.Seed(r.LoRA, r.CacheSalt)}

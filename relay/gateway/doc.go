@@ -10,7 +10,11 @@
 //
 // The body is parsed by internal/oaiedge, the router node's parser, so
 // the gateway refuses exactly the bodies a node would, before they cross
-// the WAN. A request with token ids (kvrouter.token_ids, or a completions prompt of
+// the WAN; the session headers, the body limits, the OpenAI error body
+// and the error table's type come from there too, so the two edges
+// cannot drift apart. A request is parsed once and hashed once; one that
+// another gateway forwarded is not parsed at all (that gateway did, and
+// the node behind this one does). A request with token ids (kvrouter.token_ids, or a completions prompt of
 // token ids) is hashed into block hashes with routing.BlockHashes, in the
 // model's block size (Config.Pools) and the seed of its LoRA and cache
 // salt. The exact local depth comes from a LocalIndex (RefsIndex over the
@@ -60,8 +64,9 @@
 //
 // # Sessions
 //
-// A request with a session header (the router node's headers and
-// precedence; a parent session id is the binding key) goes to the DC that
+// A request with a session header (oaiedge.ReadSession, the router
+// node's headers and precedence; the binding key is oaiedge.Session.Key,
+// the parent session when there is one) goes to the DC that
 // owns the session, whatever the prefix policy says: affinity is a
 // correctness property, the policy an optimisation.
 //
@@ -133,7 +138,7 @@
 //
 //   - Bad input gets a 4xx with an OpenAI error body naming the parameter
 //     (malformed JSON, missing model or prompt, bad token ids, prompt over
-//     MaxPromptTokens, body over MaxBodyBytes 413, slow body 408, oversized
+//     Config.MaxPromptTokens, body over Config.MaxBodyBytes 413, slow body 408, oversized
 //     session id); unknown routes 404, wrong methods 405; never a panic.
 //   - Every answered completion is counted once in
 //     kvrouter_gateway_requests_total by decision: local, remote,

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 func TestBadInputGetsOpenAI4xx(t *testing.T) {
 	node := newFakeNode(t, "n0")
 	g := newGateway(t, Config{DC: "dc-a", Nodes: []string{node.srv.URL}, MaxBodyBytes: 1 << 10, MaxPromptTokens: 16})
-	long := strings.Repeat("x", MaxSessionIDBytes+1)
+	long := strings.Repeat("x", oaiedge.MaxSessionIDBytes+1)
 	tests := []struct {
 		name       string
 		path, body string

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // explanation is the answer of POST /v1/route/explain: what the gateway
@@ -40,14 +42,14 @@ type remoteJS struct {
 // lane's eligibility and the chosen DC. It serves nothing and forwards
 // nothing; operators use it to see why a request went where it did.
 func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{g: g, w: w, r: r, rc: http.NewResponseController(w), ep: endpointCompletions}
-	if err := x.readBody(); err != nil {
-		writeError(w, err)
+	body, err := g.bodies.Read(w, r, nil)
+	if err != nil {
+		errorTable.Write(w, err)
 		return
 	}
-	req, err := parseRequest(x.body, x.ep, g.cfg.MaxPromptTokens)
+	req, err := oaiedge.Parse(body, oaiedge.Completions, oaiedge.Options{MaxPromptTokens: g.cfg.MaxPromptTokens})
 	if err != nil {
-		writeError(w, err)
+		errorTable.Write(w, err)
 		return
 	}
 	sc := scratchPool.Get().(*scratch)
@@ -60,7 +62,6 @@ func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
 			Depth: res.Depth, StalenessMs: float64(res.Staleness.Microseconds()) / 1000, Engines: res.Load.Engines,
 			Utilization: res.Load.Utilization})
 	}
-	body, _ := json.Marshal(out)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
+	answer, _ := json.Marshal(out)
+	oaiedge.WriteJSON(w, http.StatusOK, answer)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/routing"
@@ -289,11 +290,14 @@ func tokensBody(model string, n int, stream bool) string {
 // errorBody decodes an OpenAI error body.
 func errorBody(t *testing.T, body string) (msg, typ, code string, param *string) {
 	t.Helper()
-	var e openAIError
+	var e oaiedge.ErrorBody
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Fatalf("error body %q: %v", body, err)
 	}
-	return e.Error.Message, e.Error.Type, e.Error.Code, e.Error.Param
+	if e.Error.Code != nil {
+		code = *e.Error.Code
+	}
+	return e.Error.Message, e.Error.Type, code, e.Error.Param
 }
 
 // newGateway builds a gateway on cfg with a real clock.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 )
 
@@ -32,6 +33,8 @@ type Gateway struct {
 	transport *http.Transport
 	metrics   *Metrics
 	handler   http.Handler
+	// bodies reads request bodies under the configured limits.
+	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
 	intercept func(consumer.LaneView) (float64, bool)
 }
@@ -44,7 +47,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, remotes: map[string]Remote{}, blocks: map[string]int{},
-		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics()}
+		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(),
+		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: oaiedge.BodyReadTimeout, Now: cfg.Now}}
 	dcs := []string{cfg.DC}
 	for _, r := range cfg.Remotes {
 		r.URL = trimBase(r.URL)
@@ -77,7 +81,7 @@ func NewTransport(tlsClient *tls.Config) *http.Transport {
 		DialContext:         (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     IdleTimeout,
+		IdleConnTimeout:     oaiedge.IdleTimeout,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   true,
 	}
@@ -100,19 +104,14 @@ func (g *Gateway) Homes() Homes { return g.homes }
 // an HTTPLocator on the same connections.
 func (g *Gateway) Client() *http.Client { return g.client }
 
-// routes builds the route table.
+// routes builds the route table (oaiedge.NewMux adds the completion
+// endpoints, /health, /ready and the OpenAI-shaped 404 and 405).
 func (g *Gateway) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", g.completionHandler(endpointChat))
-	mux.HandleFunc("POST /v1/completions", g.completionHandler(endpointCompletions))
-	mux.HandleFunc("GET /v1/models", g.handleModels)
-	mux.HandleFunc("GET /v1/sessions/{id}/home", g.handleHome)
-	mux.HandleFunc("POST /v1/route/explain", g.handleExplain)
-	mux.HandleFunc("GET /health", handleHealth)
-	mux.HandleFunc("GET /ready", g.handleReady)
-	mux.Handle("GET /metrics", g.metrics.Handler())
-	mux.HandleFunc("/", handleUnknown)
-	return mux
+	return oaiedge.NewMux(errorTable, g.completionHandler, g.nodes.anyHealthy,
+		oaiedge.Route{Pattern: "GET /v1/models", Handler: g.handleModels},
+		oaiedge.Route{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome},
+		oaiedge.Route{Pattern: "POST /v1/route/explain", Handler: g.handleExplain},
+		oaiedge.Route{Pattern: "GET /metrics", Handler: g.metrics.Handler().ServeHTTP})
 }
 
 // Run polls the router nodes' readiness until ctx ends, then releases
@@ -129,8 +128,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 // then shuts the server down, waiting for in-flight requests up to
 // shutdownGrace before closing them.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout,
-		MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: oaiedge.ReadHeaderTimeout, IdleTimeout: oaiedge.IdleTimeout,
+		MaxHeaderBytes: oaiedge.MaxHeaderBytes}
 	var wg sync.WaitGroup
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	wg.Go(func() { _ = g.Run(pollCtx) })

@@ -75,6 +75,21 @@ func TestForwardedRequestIsNeverForwardedAgain(t *testing.T) {
 	}
 }
 
+// TestForwardedRequestIsNotParsedAgain checks that the forwarded mark is
+// read before the body is parsed: the forwarding gateway parsed it, and
+// a request this gateway's limit would refuse still reaches its node.
+func TestForwardedRequestIsNotParsedAgain(t *testing.T) {
+	node := newFakeNode(t, "n0")
+	g := newGateway(t, Config{DC: "dc-b", Nodes: []string{node.srv.URL}, MaxPromptTokens: 4})
+	st, h, _ := postHandler(t, g, "/v1/completions", tokensBody("m", 40, false), map[string]string{ForwardedHeader: "dc-a"})
+	if st != http.StatusOK || h.Get(DCHeader) != "dc-b" || node.count() != 1 {
+		t.Fatalf("status %d dc %q, node served %d", st, h.Get(DCHeader), node.count())
+	}
+	if st, _, _ := postHandler(t, g, "/v1/completions", tokensBody("m", 40, false), nil); st != http.StatusBadRequest {
+		t.Fatalf("unforwarded request over the limit: status %d", st)
+	}
+}
+
 func TestRemoteFailureBeforeFirstByteFallsBack(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // maxModelsAnswerBytes bounds one node's /v1/models answer.
@@ -37,11 +39,11 @@ func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request) {
 	}
 	wg.Wait()
 	if !slices.Contains(oks, true) {
-		writeError(w, ErrNoNode)
+		errorTable.Write(w, ErrNoNode)
 		return
 	}
 	body, _ := json.Marshal(modelList{Object: "list", Data: unionByID(lists)})
-	writeJSON(w, http.StatusOK, body)
+	oaiedge.WriteJSON(w, http.StatusOK, body)
 }
 
 // unionByID merges model lists by id, sorted by id.
@@ -99,13 +101,13 @@ type nodeBinding struct {
 // DCs' locators: GET /v1/sessions/{id}/home, asking a local router node.
 func (g *Gateway) handleHome(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > MaxSessionIDBytes {
-		writeError(w, badParam("id", "session id must be 1 to %d bytes", MaxSessionIDBytes))
+	if err := oaiedge.SessionIDParam(id); err != nil {
+		errorTable.Write(w, err)
 		return
 	}
 	resp, err := g.nodeControl(r.Context(), http.MethodGet, "/v1/sessions/"+url.PathEscape(id))
 	if err != nil {
-		writeError(w, ErrNoNode)
+		errorTable.Write(w, ErrNoNode)
 		return
 	}
 	defer resp.Body.Close()
@@ -114,15 +116,15 @@ func (g *Gateway) handleHome(w http.ResponseWriter, r *http.Request) {
 	case http.StatusOK:
 		var b nodeBinding
 		if json.NewDecoder(io.LimitReader(resp.Body, maxHomeAnswerBytes)).Decode(&b) != nil {
-			writeError(w, ErrNoNode)
+			errorTable.Write(w, ErrNoNode)
 			return
 		}
 		a.Bound, a.Engine, a.Version = true, b.Engine, b.Version
 	case http.StatusNotFound:
 	default:
-		writeError(w, ErrNoNode)
+		errorTable.Write(w, ErrNoNode)
 		return
 	}
 	body, _ := json.Marshal(a)
-	writeJSON(w, http.StatusOK, body)
+	oaiedge.WriteJSON(w, http.StatusOK, body)
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // maxScratchHashes bounds the hash buffer kept in the pool, so that one
@@ -14,7 +16,7 @@ const maxScratchHashes = 1 << 14
 
 // target chooses the DC of a request that was not forwarded here:
 // sessions go to the DC that owns them, other requests by the policy.
-func (x *exchange) target(req *request, now time.Time) target {
+func (x *exchange) target(req *oaiedge.Request, now time.Time) target {
 	if x.session != "" {
 		return x.placeSession()
 	}

@@ -3,13 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // noDeadline clears a connection deadline.
@@ -83,7 +85,7 @@ func (x *exchange) serveRemote(dc string) {
 // which may log where it came from.
 // The caller owns the response body.
 func (x *exchange) send(base, from string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(x.r.Context(), http.MethodPost, base+x.ep.path(), bytes.NewReader(x.body))
+	req, err := http.NewRequestWithContext(x.r.Context(), http.MethodPost, base+x.ep.Path(), bytes.NewReader(x.body))
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (x *exchange) relay(resp *http.Response, dc string) {
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			_ = x.rc.SetWriteDeadline(x.g.cfg.Now().Add(StreamWriteTimeout))
+			_ = x.rc.SetWriteDeadline(x.g.cfg.Now().Add(oaiedge.StreamWriteTimeout))
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
 				return // the client left or stalled; the deferred close ends the upstream
 			}
@@ -141,10 +143,8 @@ func (x *exchange) midStreamFailure(resp *http.Response, dc string, err error) {
 	if mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type")); perr != nil || mt != "text/event-stream" {
 		return
 	}
-	var body openAIError
-	body.Error.Message, body.Error.Type, body.Error.Code = "upstream failed mid-stream", "server_error", "upstream_error"
-	b, _ := json.Marshal(body)
-	_, _ = x.w.Write(append(append([]byte("data: "), b...), '\n', '\n'))
+	// The class is a failed upstream's, whichever DC it was in.
+	_, _ = x.w.Write(oaiedge.StreamErrorEvent(errors.New("upstream failed mid-stream"), errorTable.Classify(ErrNoNode)))
 	_ = x.rc.Flush()
 }
 

@@ -1,53 +1,10 @@
 package gateway
 
 import (
-	"net/http"
 	"slices"
 
 	"github.com/zeebo/xxh3"
 )
-
-// Session headers, in the router node's order of precedence
-// (node/frontend/session.go): the first one present names the session
-// or its parent group. They must stay in step with the node's, so that
-// the gateway places a session by the same key the node binds.
-var (
-	sessionHeaders = []string{"X-Session-Id", "X-Dynamo-Session-Id", "X-Claude-Code-Agent-Id",
-		"X-Claude-Code-Session-Id", "Thread-Id"}
-	parentHeaders = []string{"X-Parent-Session-Id", "X-Dynamo-Parent-Session-Id",
-		"X-Claude-Code-Parent-Agent-Id", "X-Codex-Parent-Thread-Id"}
-)
-
-// sessionKey returns the binding key of a request, as the node's
-// dispatcher computes it: the parent session when there is one, else the
-// session id; "" without a session. Ids over MaxSessionIDBytes are
-// refused.
-func sessionKey(h http.Header) (string, error) {
-	idHeader, id := firstHeader(h, sessionHeaders)
-	parentHeader, parent := firstHeader(h, parentHeaders)
-	if parent == "" && idHeader == "X-Claude-Code-Agent-Id" {
-		parentHeader, parent = "X-Claude-Code-Session-Id", h.Get("X-Claude-Code-Session-Id")
-	}
-	for _, v := range [][2]string{{idHeader, id}, {parentHeader, parent}} {
-		if len(v[1]) > MaxSessionIDBytes {
-			return "", badParam(v[0], "%s exceeds %d bytes", v[0], MaxSessionIDBytes)
-		}
-	}
-	if parent != "" {
-		return parent, nil
-	}
-	return id, nil
-}
-
-// firstHeader returns the first of names present with a non-empty value.
-func firstHeader(h http.Header, names []string) (string, string) {
-	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return n, v
-		}
-	}
-	return "", ""
-}
 
 // Homes ranks the DCs of a federation for each session by rendezvous
 // (highest random weight) hashing: every gateway given the same DC names

@@ -1,0 +1,102 @@
+package oaiedge
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Errors of the edge itself, common to every OpenAI edge: what reading a
+// body, matching a route and readiness refuse. Their classes are in
+// edgeRows, so that no edge repeats them.
+var (
+	// ErrBodyTooLarge: the body is over the edge's byte limit (413).
+	ErrBodyTooLarge = errors.New("oaiedge: request body too large")
+	// ErrBodyTimeout: the body did not arrive in time (408).
+	ErrBodyTimeout = errors.New("oaiedge: request body read timed out")
+	// ErrNotFound: no such route or resource (404).
+	ErrNotFound = errors.New("oaiedge: not found")
+	// ErrMethodNotAllowed: the route exists for another method (405).
+	ErrMethodNotAllowed = errors.New("oaiedge: method not allowed")
+	// ErrNotReady: the edge cannot serve requests yet, or is draining
+	// (503).
+	ErrNotReady = errors.New("oaiedge: not ready")
+)
+
+// Class is how an error is answered: its HTTP status and the OpenAI
+// error type and code.
+type Class struct {
+	Status int
+	Type   string
+	Code   string
+}
+
+// Row maps a sentinel, matched with errors.Is, to its class.
+type Row struct {
+	Err error
+	Class
+}
+
+// Entry is the row mapping err to status and the OpenAI error type and
+// code.
+func Entry(err error, status int, typ, code string) Row {
+	return Row{Err: err, Class: Class{Status: status, Type: typ, Code: code}}
+}
+
+// Table maps every error an edge answers with to its class. Rows are
+// matched in order; an error matching none is Internal.
+type Table []Row
+
+// Internal is the class of errors no row matches.
+var Internal = Class{http.StatusInternalServerError, "server_error", "internal_error"}
+
+// edgeRows are the classes of the refusals of this package.
+var edgeRows = []Row{
+	Entry(ErrInvalid, http.StatusBadRequest, "invalid_request_error", "invalid_request"),
+	Entry(ErrMalformed, http.StatusBadRequest, "invalid_request_error", "invalid_request"),
+	Entry(ErrPromptTooLong, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"),
+	Entry(ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large"),
+	Entry(ErrBodyTimeout, http.StatusRequestTimeout, "invalid_request_error", "request_timeout"),
+	Entry(ErrNotFound, http.StatusNotFound, "invalid_request_error", "not_found"),
+	Entry(ErrMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed"),
+	Entry(ErrNotReady, http.StatusServiceUnavailable, "server_error", "not_ready"),
+}
+
+// NewTable returns an edge's table: its own rows, then the rows of this
+// package's refusals.
+func NewTable(own ...Row) Table {
+	return append(append(Table{}, own...), edgeRows...)
+}
+
+// Classify returns err's class.
+func (t Table) Classify(err error) Class {
+	for _, r := range t {
+		if errors.Is(err, r.Err) {
+			return r.Class
+		}
+	}
+	return Internal
+}
+
+// Write answers err in the OpenAI shape with its class and returns the
+// status.
+func (t Table) Write(w http.ResponseWriter, err error) int {
+	c := t.Classify(err)
+	WriteJSON(w, c.Status, ErrorJSON(err, c))
+	return c.Status
+}
+
+// Invalid refuses param (a body field or a header; "" for none) as
+// invalid, with a message for the client.
+func Invalid(param, format string, args ...any) error {
+	return &Error{Kind: ErrInvalid, Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParamOf returns the parameter a refusal names, "" for none.
+func ParamOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Param
+	}
+	return ""
+}
