@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/kvrouter/kvrouter/fleet"
@@ -12,6 +13,7 @@ import (
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/tokenize"
 )
 
 // ErrConfig is returned for an invalid node configuration; the message names
@@ -59,6 +61,11 @@ type Config struct {
 	// declaredDNS.
 	Engines     []string
 	EngineDNS   []string
+	// Tokenizers (tokenizer) gives models their tokenizer, MODEL=DIR each
+	// (DIR holds tokenizer.json and tokenizer_config.json, or is the path
+	// of a tokenizer.json), so that text prompts are routed by the token
+	// blocks the engine computes. New loads them.
+	Tokenizers []string
 	declared    []declared.Spec
 	declaredDNS []declared.DNSSpec
 
@@ -148,6 +155,26 @@ func (c *Config) parseDeclared() error {
 		c.declaredDNS = append(c.declaredDNS, d)
 	}
 	return nil
+}
+
+// loadTokenizers loads the tokenizer entries; errors name the option.
+func (c *Config) loadTokenizers() (map[string]*tokenize.Tokenizer, error) {
+	out := map[string]*tokenize.Tokenizer{}
+	for _, e := range c.Tokenizers {
+		model, dir, ok := strings.Cut(e, "=")
+		if !ok || model == "" || dir == "" {
+			return nil, fmt.Errorf("%w: tokenizer %q: want MODEL=DIR", ErrConfig, e)
+		}
+		if _, dup := out[model]; dup {
+			return nil, fmt.Errorf("%w: tokenizer: model %q given twice", ErrConfig, model)
+		}
+		tok, err := tokenize.Load(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tokenizer %q: %w", ErrConfig, e, err)
+		}
+		out[model] = tok
+	}
+	return out, nil
 }
 
 // shutdownGrace bounds how long Run waits for in-flight requests after its

@@ -27,11 +27,13 @@ func stockEngine(t *testing.T, blockSize int) (*httptest.Server, *atomic.Int64) 
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",num_gpu_blocks=\"512\"} 1\n", blockSize)
 	})
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, _ *http.Request) {
-		served.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"c1","object":"text_completion","choices":[{"index":0,"text":"hi","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
-	})
+	for _, p := range []string{"POST /v1/completions", "POST /v1/chat/completions"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) {
+			served.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"c1","object":"text_completion","choices":[{"index":0,"text":"hi","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+		})
+	}
 	// The caller closes it before the fleet's leak check runs.
 	return httptest.NewServer(mux), &served
 }

@@ -84,6 +84,12 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
+	if n.cfg.Frontend.Tokenizers, err = cfg.loadTokenizers(); err != nil {
+		return nil, err
+	}
+	for model := range n.cfg.Frontend.Tokenizers {
+		log.Info("text prompts routed by the model's own tokens", "model", model)
+	}
 	if cfg.EngineTLSCA != "" {
 		if n.cfg.Frontend.EngineRootCAs, err = mtls.CAPool("engine_tls_ca", cfg.EngineTLSCA); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -1,8 +1,10 @@
 package tokenize
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,9 +56,9 @@ func Load(path string, opts ...Option) (*Tokenizer, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		dir, file = filepath.Dir(path), path
 	}
-	tj, err := os.ReadFile(file)
+	tj, err := readTokenizerFile(file)
 	if err != nil {
-		return nil, &FileError{File: file, Err: err}
+		return nil, err
 	}
 	cj, err := readOptional(filepath.Join(dir, ConfigFile))
 	if err != nil {
@@ -75,6 +77,32 @@ func Load(path string, opts ...Option) (*Tokenizer, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// readTokenizerFile reads tokenizer.json, or its gzip-compressed copy
+// tokenizer.json.gz when only that exists (model directories shipped
+// compressed: a tokenizer.json is 5 to 15 MB of highly compressible JSON).
+func readTokenizerFile(file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			return nil, &FileError{File: file, Err: err}
+		}
+		return b, nil
+	}
+	f, gzErr := os.Open(file + ".gz")
+	if gzErr != nil {
+		return nil, &FileError{File: file, Err: err}
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err == nil {
+		b, err = io.ReadAll(zr)
+	}
+	if err != nil {
+		return nil, &FileError{File: file + ".gz", Err: err}
+	}
+	return b, nil
 }
 
 func readOptional(path string) ([]byte, error) {

@@ -178,3 +178,16 @@ func TestHeapMatchesScan(t *testing.T) {
 	}
 	_ = utf8.RuneError
 }
+
+func TestLoadReadsACompressedTokenizerFile(t *testing.T) {
+	tok, err := Load("testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := tok.Encode("hello world", false, nil); len(ids) != 2 {
+		t.Fatalf("ids = %v", ids)
+	}
+	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Fatalf("a directory without tokenizer.json: %v", err)
+	}
+}

@@ -22,6 +22,11 @@ type Metrics struct {
 	// InputTokens and OutputTokens are per-request token counts.
 	InputTokens  *prometheus.HistogramVec
 	OutputTokens *prometheus.HistogramVec
+	// Tokenized counts routed requests by how their tokens were known:
+	// "client" (token ids in the request), "exact" (the model's
+	// tokenizer), "approximate" (no tokenizer: text blocks) or "failed"
+	// (the tokenizer refused it: text blocks).
+	Tokenized *prometheus.CounterVec
 	// PredictedHitRate is the routed worker's cached share of the prompt.
 	PredictedHitRate *prometheus.HistogramVec
 	// Overhead is the routing overhead by phase: "hashing", "matching",
@@ -78,6 +83,7 @@ func New() *Metrics {
 	m.ITL = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_inter_token_latency_seconds", Help: "Mean time between streamed tokens of a request.", Buckets: latencyBuckets}, []string{"model"})
 	m.InputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_input_tokens", Help: "Prompt tokens per request.", Buckets: tokenBuckets}, []string{"model"})
 	m.OutputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_output_tokens", Help: "Generated tokens per request.", Buckets: tokenBuckets}, []string{"model"})
+	m.Tokenized = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_frontend_tokenized_total", Help: "Routed requests by how their tokens were known (client, exact, approximate, failed)."}, []string{"outcome"})
 	m.PredictedHitRate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_predicted_kv_hit_ratio", Help: "Share of the prompt's blocks cached on the chosen worker, as the index predicted.", Buckets: prometheus.LinearBuckets(0, 0.1, 11)}, []string{"model"})
 	m.Overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_overhead_milliseconds", Help: "Routing overhead by phase (hashing, matching, scheduling, total).", Buckets: overheadBuckets}, []string{"phase"})
 	m.EngineUnreachable = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_router_engine_unreachable_total", Help: "Requests whose chosen engine could not be reached (nothing sent), each routed once more elsewhere."})
@@ -91,7 +97,7 @@ func New() *Metrics {
 	m.NATSConnected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_nats_connected", Help: "1 while the NATS connection is up."})
 	m.SessionBindings = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_affinity_bindings", Help: "Live session bindings."})
 	m.AffinityEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_affinity_events_total", Help: "Session affinity events (bind, hit, rebind, invalidate, expire, unbind)."}, []string{"event"})
-	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.PredictedHitRate,
+	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.Tokenized, m.PredictedHitRate,
 		m.Overhead, m.EngineUnreachable, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
 		m.Resyncs, m.EngineProbeFailures, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
 		f(c)

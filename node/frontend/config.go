@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/kvrouter/kvrouter/tokenize"
 	"net/http"
 	"net/url"
 	"time"
@@ -57,6 +58,10 @@ type Config struct {
 	// SGLang) requires. One key serves the fleet. Clients' own
 	// credentials are never passed on, and the key is never logged.
 	EngineAPIKey string
+	// Tokenizers gives, per model name, the tokenizer whose ids the
+	// engine computes, so that text prompts are routed by the engine's own
+	// token blocks (exactTokens); models without one are routed by text.
+	Tokenizers map[string]*tokenize.Tokenizer
 	// EngineRootCAs verifies engines served over https; nil means the
 	// system's roots.
 	EngineRootCAs *x509.CertPool

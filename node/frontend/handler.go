@@ -68,6 +68,7 @@ func (x *exchange) serve(ctx context.Context) {
 		x.fail(err)
 		return
 	}
+	x.exactTokens()
 	req, err := x.dispatchRequest()
 	if err != nil {
 		x.fail(err)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -47,6 +48,9 @@ type Server struct {
 	// engineAuth is the Authorization value sent to engines, built once
 	// from Config.EngineAPIKey ("" without a key).
 	engineAuth string
+	// approximated holds the models already logged as routed by text
+	// blocks for want of a tokenizer (exactTokens).
+	approximated sync.Map
 }
 
 // New builds a Server. m and log may be nil (no metrics, no logs).
