@@ -59,13 +59,13 @@ type Config struct {
 	// (engine_dns) finds such engines by DNS (a headless Service's A/AAAA
 	// or SRV records). Both are parsed by Validate into declared and
 	// declaredDNS.
-	Engines     []string
-	EngineDNS   []string
+	Engines   []string
+	EngineDNS []string
 	// Tokenizers (tokenizer) gives models their tokenizer, MODEL=DIR each
 	// (DIR holds tokenizer.json and tokenizer_config.json, or is the path
 	// of a tokenizer.json), so that text prompts are routed by the token
 	// blocks the engine computes. New loads them.
-	Tokenizers []string
+	Tokenizers  []string
 	declared    []declared.Spec
 	declaredDNS []declared.DNSSpec
 
