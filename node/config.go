@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/kvrouter/kvrouter/fleet"
@@ -159,22 +158,11 @@ func (c *Config) parseDeclared() error {
 
 // loadTokenizers loads the tokenizer entries; errors name the option.
 func (c *Config) loadTokenizers() (map[string]*tokenize.Tokenizer, error) {
-	out := map[string]*tokenize.Tokenizer{}
-	for _, e := range c.Tokenizers {
-		model, dir, ok := strings.Cut(e, "=")
-		if !ok || model == "" || dir == "" {
-			return nil, fmt.Errorf("%w: tokenizer %q: want MODEL=DIR", ErrConfig, e)
-		}
-		if _, dup := out[model]; dup {
-			return nil, fmt.Errorf("%w: tokenizer: model %q given twice", ErrConfig, model)
-		}
-		tok, err := tokenize.Load(dir)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tokenizer %q: %w", ErrConfig, e, err)
-		}
-		out[model] = tok
+	m, err := tokenize.LoadModels(c.Tokenizers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tokenizer %w", ErrConfig, err)
 	}
-	return out, nil
+	return m, nil
 }
 
 // shutdownGrace bounds how long Run waits for in-flight requests after its

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -315,4 +316,25 @@ func (t *Tokenizer) encodePlain(s string, sc *scratch, dst []uint32) []uint32 {
 	}
 	sc.pieces[0], sc.pieces[1] = cur, next
 	return dst
+}
+
+// LoadModels loads MODEL=PATH entries (the --tokenizer options) into a
+// map by model name; an error names the entry.
+func LoadModels(entries []string) (map[string]*Tokenizer, error) {
+	out := make(map[string]*Tokenizer, len(entries))
+	for _, e := range entries {
+		model, path, ok := strings.Cut(e, "=")
+		if !ok || model == "" || path == "" {
+			return nil, fmt.Errorf("%q: want MODEL=DIR", e)
+		}
+		if _, dup := out[model]; dup {
+			return nil, fmt.Errorf("%q: model %s given twice", e, model)
+		}
+		tok, err := Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", e, err)
+		}
+		out[model] = tok
+	}
+	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/service"
+	"github.com/kvrouter/kvrouter/tokenize"
 )
 
 // relayFlags binds every `kvrouter relay` option to the relay's Config.
@@ -24,6 +25,7 @@ type relayFlags struct {
 	pools      []string
 	kind       string
 	peersHTTPS bool
+	tokenizers []string
 	log        logFlags
 }
 
@@ -58,6 +60,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: serve the gateway over HTTPS (with --gateway-tls-key)")
 	fs.StringVar(&c.GatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
 	fs.BoolVar(&f.peersHTTPS, "peer-gateways-https", false, "reach the peers' gateways over HTTPS (they run with --gateway-tls-*), trusting --wan-tls-ca when set, else the system's roots")
+	fs.StringArrayVar(&f.tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer files, so text prompts are searched by the engines' token blocks (without one a text prompt is served locally)")
 	f.log.register(fs)
 }
 
@@ -91,6 +94,9 @@ func (f *relayFlags) resolve() error {
 			return fmt.Errorf("--pools: %q is not model:block_size", s)
 		}
 		f.cfg.Pools = append(f.cfg.Pools, gateway.Pool{Model: s[:i], BlockSize: bs})
+	}
+	if f.cfg.Tokenizers, err = tokenize.LoadModels(f.tokenizers); err != nil {
+		return fmt.Errorf("--tokenizer %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/producer"
+	"github.com/kvrouter/kvrouter/tokenize"
 )
 
 // Limits and defaults of the gateway's own. Each is the default of the
@@ -62,6 +63,11 @@ type Config struct {
 	// must be given the same set of DC names, because new sessions are
 	// homed by a hash over them (doc.go, Sessions).
 	Remotes []Remote
+	// Tokenizers gives models their tokenizer, so that text prompts are
+	// hashed into the token blocks the engines cache (tokenize.
+	// EncodeRequest); a text prompt of a model without one has no blocks
+	// and is served locally.
+	Tokenizers map[string]*tokenize.Tokenizer
 	// Pools gives each model's block size; DefaultBlockSize otherwise.
 	Pools            []Pool
 	DefaultBlockSize int

@@ -11,6 +11,11 @@ import (
 // would do with a completions request, without serving it.
 type explanation struct {
 	Model string `json:"model"`
+	// Tokens says where the prompt's tokens came from: "client" (token
+	// ids in the request), "exact" (the model's tokenizer), "approximate"
+	// (a text prompt of a model without a tokenizer: no blocks to search)
+	// or "failed" (the tokenizer refused it).
+	Tokens string `json:"tokens"`
 	// Blocks is the request's block count at its pool's block size.
 	Blocks int `json:"blocks"`
 	// DC is the DC the prefix policy chooses (sessions aside).
@@ -52,10 +57,11 @@ func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
 		errorTable.Write(w, err)
 		return
 	}
+	tokens := g.exactTokens(&req, oaiedge.Completions, body)
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	ch := g.explain(&req, g.cfg.Now(), sc)
-	out := explanation{Model: req.Model, Blocks: len(sc.hashes), DC: ch.Best.DC, Remote: ch.Remote,
+	out := explanation{Model: req.Model, Tokens: tokens, Blocks: len(sc.hashes), DC: ch.Best.DC, Remote: ch.Remote,
 		Local: candidateJS{DC: ch.Local.DC, Depth: ch.Local.Depth, BenefitMs: ch.Local.Benefit}}
 	for _, res := range sc.results {
 		out.Remotes = append(out.Remotes, remoteJS{DC: res.Pool.DC, Ready: res.Ready, Eligible: g.cfg.Policy.Eligible(res),

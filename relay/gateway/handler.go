@@ -52,6 +52,7 @@ func (x *exchange) serve() {
 		x.reject(err)
 		return
 	}
+	g.exactTokens(req, x.ep, x.body)
 	start := g.cfg.Now()
 	t := x.target(req, start)
 	// The decision was the last reader of the token ids.

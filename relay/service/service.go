@@ -30,6 +30,7 @@ import (
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/tokenize"
 )
 
 // Errors of the package.
@@ -69,6 +70,9 @@ type Config struct {
 	// NATS is the DC's NATS URL (nats); the relay learns the engines'
 	// cards there, to tell which pool a block belongs to.
 	NATS string
+	// Tokenizers gives models their tokenizer (tokenizer), so that the
+	// gateway searches text prompts by the engines' token blocks.
+	Tokenizers map[string]*tokenize.Tokenizer
 	// Nodes are the DC's router nodes' client URLs (nodes): the gateway's
 	// local service.
 	Nodes []string
@@ -321,7 +325,7 @@ func (r *Relay) buildGateway() error {
 	}
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
 		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons, Sessions: loc, LocalLoad: r.localLoad,
-		Transport: r.upstream, Now: time.Now, Log: r.log})
+		Tokenizers: cfg.Tokenizers, Transport: r.upstream, Now: time.Now, Log: r.log})
 	if err != nil {
 		return err
 	}
