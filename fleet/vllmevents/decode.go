@@ -244,8 +244,9 @@ func (x *Decoder) tokenList() ([]uint32, error) {
 		return nil, fmt.Errorf("token_ids: %w", err)
 	}
 	start := len(x.tokens)
+	b, off := x.rest(), 0
 	for range n {
-		v, neg, err := x.int()
+		v, neg, w, err := parseInt(b[off:])
 		if err != nil {
 			return nil, fmt.Errorf("token_ids: %w", err)
 		}
@@ -253,43 +254,60 @@ func (x *Decoder) tokenList() ([]uint32, error) {
 			return nil, fmt.Errorf("token id %d out of range", int64(v))
 		}
 		x.tokens = append(x.tokens, uint32(v))
+		off += w
 	}
+	x.skipBytes(off)
 	return x.tokens[start:len(x.tokens):len(x.tokens)], nil
 }
 
-// int reads one msgpack integer straight from the payload and returns its
-// 64-bit two's-complement value and whether it is negative. Token ids
-// dominate a payload, so this path skips the library's generic dispatch;
-// unlike the library it refuses nil and non-integers.
+// int reads one msgpack integer and returns its 64-bit two's-complement
+// value and whether it is negative. Unlike the library it refuses nil.
 func (x *Decoder) int() (uint64, bool, error) {
-	c, err := x.r.ReadByte()
+	v, neg, w, err := parseInt(x.rest())
 	if err != nil {
 		return 0, false, err
 	}
+	x.skipBytes(w)
+	return v, neg, nil
+}
+
+// rest is the payload not read yet; the library's decoder reads straight
+// from x.r without buffering, so the two views agree.
+func (x *Decoder) rest() []byte { return x.buf[len(x.buf)-x.r.Len():] }
+
+func (x *Decoder) skipBytes(n int) { _, _ = x.r.Seek(int64(n), io.SeekCurrent) }
+
+// parseInt decodes the msgpack integer at the start of b and returns its
+// value, sign and width in bytes. Token ids dominate a payload, so they
+// are parsed from the bytes directly rather than through the library's
+// generic dispatch.
+func parseInt(b []byte) (uint64, bool, int, error) {
+	if len(b) == 0 {
+		return 0, false, 0, io.ErrUnexpectedEOF
+	}
+	c := b[0]
 	switch {
 	case c <= msgpcode.PosFixedNumHigh:
-		return uint64(c), false, nil
+		return uint64(c), false, 1, nil
 	case c >= msgpcode.NegFixedNumLow:
-		return uint64(int64(int8(c))), true, nil
+		return uint64(int64(int8(c))), true, 1, nil
 	}
 	size, signed := intWidth(c)
 	if size == 0 {
-		return 0, false, fmt.Errorf("integer expected, found type %#x", c)
+		return 0, false, 0, fmt.Errorf("integer expected, found type %#x", c)
 	}
-	b := x.scratch[:size]
-	if _, err := io.ReadFull(&x.r, b); err != nil {
-		return 0, false, err
+	if len(b) < 1+size {
+		return 0, false, 0, io.ErrUnexpectedEOF
 	}
 	var v uint64
-	for _, d := range b {
+	for _, d := range b[1 : 1+size] {
 		v = v<<8 | uint64(d)
 	}
-	if signed && b[0]&0x80 != 0 {
+	if signed && b[1]&0x80 != 0 {
 		// Sign-extend the narrower widths to 64 bits.
-		v |= ^uint64(0) << (8 * uint(size))
-		return v, true, nil
+		return v | ^uint64(0)<<(8*uint(size)), true, 1 + size, nil
 	}
-	return v, false, nil
+	return v, false, 1 + size, nil
 }
 
 // intWidth gives the byte width and signedness of an integer code, or 0
