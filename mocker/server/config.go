@@ -182,8 +182,8 @@ func (c *Config) Validate() error {
 		{"engine.model", len(c.Engine.Model) > wire.MaxModelNameBytes, fmt.Sprintf("must be at most %d bytes", wire.MaxModelNameBytes)},
 		{"protocol", c.Protocol != ProtocolKVRouter && c.Protocol != ProtocolVLLM, "must be kvrouter or vllm"},
 		{"replay_buffer_steps", c.ReplayBufferSteps < 1, "must be positive"},
-		{"kv_events_endpoint", c.Protocol == ProtocolVLLM && !bindable(c.KVEventsEndpoint), "must be tcp://host:port"},
-		{"replay_endpoint", c.Protocol == ProtocolVLLM && c.ReplayEndpoint != "" && !bindable(c.ReplayEndpoint), "must be tcp://host:port"},
+		{"kv_events_endpoint", c.Protocol == ProtocolVLLM && !bindable(c.KVEventsEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
+		{"replay_endpoint", c.Protocol == ProtocolVLLM && c.ReplayEndpoint != "" && !bindable(c.ReplayEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
 	}
 	for _, k := range checks {
 		if k.bad {
@@ -213,8 +213,8 @@ func validEndpoint(s string) error {
 }
 
 // bindable reports whether ep is a tcp://host:port address whose port can
-// be offset per rank, as vLLM offsets it.
-func bindable(ep string) bool {
-	_, _, err := rankEndpoint(ep, 0)
+// be offset for each of ranks ranks, as vLLM offsets it.
+func bindable(ep string, ranks int) bool {
+	_, _, err := rankEndpoint(ep, uint32(max(ranks-1, 0)))
 	return err == nil
 }
