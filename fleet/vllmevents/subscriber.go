@@ -129,11 +129,22 @@ func (s *Subscriber) deliver(events []routing.Event) {
 		}
 		s.sinkError(err)
 		if errIsOutOfStep(err) {
-			s.ids, _ = s.sink.Cursor(s.cfg.Worker)
-			s.seq.known, s.dirty = false, true
+			s.retake()
 			return
 		}
 		i++ // the index consumed the event's id but refused its body
+	}
+}
+
+// retake resumes the ids from the sink's cursor, clears the worker there
+// (once: a sink that refuses again is left for the next batch) and forgets
+// the engine's sequence, so that the next batch starts a fresh history.
+func (s *Subscriber) retake() {
+	s.ids, _ = s.sink.Cursor(s.cfg.Worker)
+	s.seq.known, s.dirty = false, true
+	ev := routing.Event{Worker: s.cfg.Worker, ID: s.ids + 1, Kind: routing.EventCleared, Tier: routing.TierDevice}
+	if err := s.sink.Apply(&ev); err == nil {
+		s.ids, s.dirty = ev.ID, false
 	}
 }
 

@@ -233,3 +233,32 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSubscriberCursorMovedUnderIt: another writer advanced the worker's
+// cursor; the subscriber takes the cursor over, clears the worker and
+// rebuilds from the next batch, whose block chains on one it never saw.
+func TestSubscriberCursorMovedUnderIt(t *testing.T) {
+	idx := index.NewExact()
+	s := offline(t, 4, idx)
+	e := &fakeEngine{t: t, keep: 10}
+	for range 2 {
+		seq, p := e.next()
+		s.handle(context.Background(), seq, p)
+	}
+	cur, _ := idx.Cursor(routing.Worker{ID: 1})
+	other := routing.Event{Worker: routing.Worker{ID: 1}, ID: cur + 1, Kind: routing.EventCleared}
+	if err := idx.Apply(&other); err != nil {
+		t.Fatal(err)
+	}
+	seq, p := e.next()
+	s.handle(context.Background(), seq, p) // refused: out of step
+	if got := idx.Stats().Pairs; got != 0 {
+		t.Fatalf("pairs %d after the retake, want 0", got)
+	}
+	seq, p = e.next()
+	s.handle(context.Background(), seq, p)
+	st := idx.Stats()
+	if cur, _ := idx.Cursor(routing.Worker{ID: 1}); cur != s.ids || st.UnknownParents != 1 || st.Pairs != 0 {
+		t.Fatalf("cursor %d (subscriber %d), stats %+v", cur, s.ids, st)
+	}
+}
