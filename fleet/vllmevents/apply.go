@@ -31,10 +31,10 @@ func (s *Subscriber) handle(ctx context.Context, seq uint64, payload []byte) {
 	case actFirst, actApply:
 		s.apply(seq, payload, true)
 	case actDuplicate:
-		s.duplicates.Add(1)
+		s.n.duplicates.Add(1)
 		s.m.duplicates.Inc()
 	case actGap:
-		s.gaps.Add(1)
+		s.n.gaps.Add(1)
 		s.log.Info("kv event gap", "expected", s.seq.next, "got", seq)
 		s.repair(ctx, seq, payload, "gap")
 	case actRestart:
@@ -51,7 +51,7 @@ func (s *Subscriber) handle(ctx context.Context, seq uint64, payload []byte) {
 // again and its cache starts empty, so the worker is cleared and the
 // sequence expects 0. It is counted as a regression, not as a gap.
 func (s *Subscriber) restarted(why error) {
-	s.restarts.Add(1)
+	s.n.restarts.Add(1)
 	s.m.restarts.Inc()
 	s.reject(ReasonRegression, fmt.Errorf("engine restarted: %w", why))
 	s.clear("engine restarted")
@@ -73,7 +73,7 @@ func (s *Subscriber) repair(ctx context.Context, seq uint64, payload []byte, cau
 	}
 	switch {
 	case s.seq.next > seq:
-		s.duplicates.Add(1)
+		s.n.duplicates.Add(1)
 		s.m.duplicates.Inc()
 	case s.seq.next == seq:
 		s.apply(seq, payload, true)
@@ -116,7 +116,7 @@ func (s *Subscriber) apply(seq uint64, payload []byte, live bool) {
 	s.count(events)
 	s.deliver(events)
 	s.dirty = true
-	s.batches.Add(1)
+	s.n.batches.Add(1)
 	s.m.batches.Inc()
 }
 

@@ -73,7 +73,7 @@ func (s *Subscriber) replayEach(ctx context.Context, from uint64, cause string, 
 	if s.replay == nil {
 		return errNoReplay
 	}
-	s.replays.Add(1)
+	s.n.replays.Add(1)
 	err := s.replay(ctx, from, fn)
 	outcome := "ok"
 	if err != nil {

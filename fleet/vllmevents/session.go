@@ -65,7 +65,7 @@ func (s *Subscriber) session(ctx context.Context, cause string) error {
 		_ = sub.Close()
 		return fmt.Errorf("dial %s: %w", s.cfg.Endpoint, err)
 	}
-	s.connects.Add(1)
+	s.n.connects.Add(1)
 	s.m.sessions.Inc()
 	msgs := make(chan received)
 	stop := make(chan struct{})

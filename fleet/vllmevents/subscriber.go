@@ -15,6 +15,19 @@ type Stats struct {
 	Batches, Gaps, Replays, Restarts, Rejected, Duplicates, Connects uint64
 }
 
+// counters are a subscriber's Stats, written by Run's goroutine and read
+// from any.
+type counters struct {
+	batches, gaps, replays, restarts atomic.Uint64
+	rejected, duplicates, connects   atomic.Uint64
+}
+
+func (c *counters) stats() Stats {
+	return Stats{Batches: c.batches.Load(), Gaps: c.gaps.Load(), Replays: c.replays.Load(),
+		Restarts: c.restarts.Load(), Rejected: c.rejected.Load(), Duplicates: c.duplicates.Load(),
+		Connects: c.connects.Load()}
+}
+
 // Subscriber follows one engine rank's publisher and feeds its events to
 // a Sink. Run owns its goroutines; Stats may be called from any goroutine.
 type Subscriber struct {
@@ -39,8 +52,7 @@ type Subscriber struct {
 	// clear has not removed; it spares repeated clears.
 	dirty bool
 
-	batches, gaps, replays, restarts atomic.Uint64
-	rejected, duplicates, connects   atomic.Uint64
+	n counters
 }
 
 // replayer fetches the batches from one sequence number on and calls fn
@@ -77,11 +89,7 @@ func New(cfg Config, sink Sink, m *Metrics, log *slog.Logger) (*Subscriber, erro
 }
 
 // Stats returns the subscriber's counters.
-func (s *Subscriber) Stats() Stats {
-	return Stats{Batches: s.batches.Load(), Gaps: s.gaps.Load(), Replays: s.replays.Load(),
-		Restarts: s.restarts.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(),
-		Connects: s.connects.Load()}
-}
+func (s *Subscriber) Stats() Stats { return s.n.stats() }
 
 // begin resumes the worker's event ids from the sink's cursor and clears
 // the worker: the engine's cache predates this subscriber, so whatever
@@ -95,7 +103,7 @@ func (s *Subscriber) begin() {
 
 // reject counts one piece of bad input.
 func (s *Subscriber) reject(reason string, err error, attrs ...any) {
-	s.rejected.Add(1)
+	s.n.rejected.Add(1)
 	s.m.rejected.WithLabelValues(reason).Inc()
 	s.log.Warn("kv event input refused", append([]any{"reason", reason, "err", err}, attrs...)...)
 }
