@@ -42,7 +42,7 @@
 // router like a vLLM engine started with --kv-events-config: each rank
 // binds a ZMQ PUB socket (KVEventsEndpoint, port plus the rank) that sends
 // [topic, 8-byte big-endian sequence from 0, msgpack KVEventBatch] per
-// engine step, in vLLM 0.10–0.2x's array layout, and a ROUTER socket
+// engine step, in vLLM 0.12–0.2x's array layout, and a ROUTER socket
 // (ReplayEndpoint) that answers ["", start] with every kept batch from
 // start on and the end marker seq -1; ReplayBufferSteps batches are kept.
 // Block hashes are opaque 32-byte digests (SHA-256 of the incarnation and

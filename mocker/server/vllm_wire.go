@@ -74,15 +74,44 @@ func opaqueHash(incarnation uint64, h routing.EngineHash) []byte {
 	return sum[:]
 }
 
+// msgpackWriter writes msgpack values and keeps the first error, so that
+// an encoding reads as the layout it writes.
+type msgpackWriter struct {
+	enc *msgpack.Encoder
+	err error
+}
+
+func (w *msgpackWriter) do(f func() error) {
+	if w.err == nil {
+		w.err = f()
+	}
+}
+
+func (w *msgpackWriter) array(n int)     { w.do(func() error { return w.enc.EncodeArrayLen(n) }) }
+func (w *msgpackWriter) str(s string)    { w.do(func() error { return w.enc.EncodeString(s) }) }
+func (w *msgpackWriter) bin(b []byte)    { w.do(func() error { return w.enc.EncodeBytes(b) }) }
+func (w *msgpackWriter) uint(v uint64)   { w.do(func() error { return w.enc.EncodeUint(v) }) }
+func (w *msgpackWriter) float(v float64) { w.do(func() error { return w.enc.EncodeFloat64(v) }) }
+func (w *msgpackWriter) null()           { w.do(w.enc.EncodeNil) }
+
+// optStr writes s, or nil when it is empty.
+func (w *msgpackWriter) optStr(s string) {
+	if s == "" {
+		w.null()
+		return
+	}
+	w.str(s)
+}
+
 // vllmEncoder writes KVEventBatch payloads in the array layout of vLLM
-// 0.10 to 0.2x (msgspec array_like, omit_defaults): the batch as [ts,
+// 0.12 to 0.2x (msgspec array_like, omit_defaults): the batch as [ts,
 // events, data_parallel_rank], BlockStored as [tag, block_hashes,
 // parent_block_hash, token_ids, block_size, lora_id, medium, lora_name]
 // plus extra_keys when a block has a cache salt, BlockRemoved as [tag,
-// block_hashes, medium].
+// block_hashes, medium], AllBlocksCleared as [tag].
 type vllmEncoder struct {
 	buf         bytes.Buffer
-	enc         *msgpack.Encoder
+	w           msgpackWriter
 	incarnation uint64
 	blockSize   int
 	rank        uint32
@@ -90,48 +119,39 @@ type vllmEncoder struct {
 
 func newVLLMEncoder(incarnation uint64, blockSize int, rank uint32) *vllmEncoder {
 	e := &vllmEncoder{incarnation: incarnation, blockSize: blockSize, rank: rank}
-	e.enc = msgpack.NewEncoder(&e.buf)
+	e.w.enc = msgpack.NewEncoder(&e.buf)
 	return e
 }
 
-// batch encodes events; a stored block missing from the book is an
-// internal error (the event is left out and reported).
+// batch encodes events. A stored event with a block missing from the book
+// is an internal error: it is left out and reported, the rest is encoded.
 func (e *vllmEncoder) batch(ts float64, events []routing.Event, book *tokenBook) ([]byte, error) {
-	e.buf.Reset()
-	var firstErr error
-	out := make([]func() error, 0, len(events))
+	var missing error
+	keep := make([]*routing.Event, 0, len(events))
 	for i := range events {
-		ev := &events[i]
-		if ev.Kind == routing.EventStored {
-			if err := e.checkBook(ev, book); err != nil {
-				firstErr = err
-				continue
-			}
+		if err := checkBook(&events[i], book); err != nil {
+			missing = err
+			continue
 		}
-		out = append(out, func() error { return e.event(ev, book) })
+		keep = append(keep, &events[i])
 	}
-	err := e.enc.EncodeArrayLen(3)
-	if err == nil {
-		err = e.enc.EncodeFloat64(ts)
+	e.buf.Reset()
+	e.w.err = nil
+	e.w.array(3)
+	e.w.float(ts)
+	e.w.array(len(keep))
+	for _, ev := range keep {
+		e.event(ev, book)
 	}
-	if err == nil {
-		err = e.enc.EncodeArrayLen(len(out))
+	e.w.uint(uint64(e.rank))
+	if e.w.err != nil {
+		return nil, e.w.err
 	}
-	for _, f := range out {
-		if err == nil {
-			err = f()
-		}
-	}
-	if err == nil {
-		err = e.enc.EncodeUint(uint64(e.rank))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Clone(e.buf.Bytes()), firstErr
+	return bytes.Clone(e.buf.Bytes()), missing
 }
 
-func (e *vllmEncoder) checkBook(ev *routing.Event, book *tokenBook) error {
+// checkBook reports a stored block whose tokens the book does not have.
+func checkBook(ev *routing.Event, book *tokenBook) error {
 	for _, b := range ev.Blocks {
 		if book.m[b.Local] == nil {
 			return fmt.Errorf("mocker server: no tokens for stored block %#x", uint64(b.Local))
@@ -140,99 +160,65 @@ func (e *vllmEncoder) checkBook(ev *routing.Event, book *tokenBook) error {
 	return nil
 }
 
-func (e *vllmEncoder) event(ev *routing.Event, book *tokenBook) error {
+func (e *vllmEncoder) event(ev *routing.Event, book *tokenBook) {
 	switch ev.Kind {
 	case routing.EventStored:
-		return e.stored(ev, book)
+		e.stored(ev, book)
 	case routing.EventRemoved:
-		return e.encodeAll(e.enc.EncodeArrayLen(3), func() error { return e.enc.EncodeString("BlockRemoved") },
-			func() error { return e.hashes(ev.Removed) }, func() error { return e.enc.EncodeString("GPU") })
+		e.w.array(3)
+		e.w.str("BlockRemoved")
+		e.hashes(ev.Removed)
+		e.w.str("GPU")
+	default:
+		e.w.array(1)
+		e.w.str("AllBlocksCleared")
 	}
-	return e.encodeAll(e.enc.EncodeArrayLen(1), func() error { return e.enc.EncodeString("AllBlocksCleared") })
 }
 
-// stored writes one BlockStored. All blocks of a mocker event share the
-// request's adapter and salt; a salt goes in every block's extra_keys.
-func (e *vllmEncoder) stored(ev *routing.Event, book *tokenBook) error {
+// stored writes one BlockStored. All blocks of a mocker event come from
+// one request and share its adapter and salt; a salt goes in every
+// block's extra_keys.
+func (e *vllmEncoder) stored(ev *routing.Event, book *tokenBook) {
 	first := book.m[ev.Blocks[0].Local]
-	n := 8
-	if first.salt != "" {
-		n = 9
+	if first.salt == "" {
+		e.w.array(8)
+	} else {
+		e.w.array(9)
 	}
-	hashes := make([]routing.EngineHash, len(ev.Blocks))
-	for i, b := range ev.Blocks {
-		hashes[i] = b.Engine
+	e.w.str("BlockStored")
+	e.w.array(len(ev.Blocks))
+	for _, b := range ev.Blocks {
+		e.w.bin(opaqueHash(e.incarnation, b.Engine))
 	}
-	steps := []func() error{
-		func() error { return e.enc.EncodeString("BlockStored") },
-		func() error { return e.hashes(hashes) },
-		func() error {
-			if !ev.HasParent {
-				return e.enc.EncodeNil()
-			}
-			return e.enc.EncodeBytes(opaqueHash(e.incarnation, ev.Parent))
-		},
-		func() error { return e.tokens(ev.Blocks, book) },
-		func() error { return e.enc.EncodeInt(int64(e.blockSize)) },
-		func() error { return e.enc.EncodeNil() },
-		func() error { return e.enc.EncodeString("GPU") },
-		func() error { return e.optString(first.lora) },
+	if ev.HasParent {
+		e.w.bin(opaqueHash(e.incarnation, ev.Parent))
+	} else {
+		e.w.null()
 	}
-	if n == 9 {
-		steps = append(steps, func() error { return e.salts(len(ev.Blocks), first.salt) })
-	}
-	return e.encodeAll(e.enc.EncodeArrayLen(n), steps...)
-}
-
-func (e *vllmEncoder) hashes(hs []routing.EngineHash) error {
-	err := e.enc.EncodeArrayLen(len(hs))
-	for _, h := range hs {
-		if err == nil {
-			err = e.enc.EncodeBytes(opaqueHash(e.incarnation, h))
-		}
-	}
-	return err
-}
-
-func (e *vllmEncoder) tokens(blocks []routing.StoredBlock, book *tokenBook) error {
-	err := e.enc.EncodeArrayLen(len(blocks) * e.blockSize)
-	for _, b := range blocks {
+	e.w.array(len(ev.Blocks) * e.blockSize)
+	for _, b := range ev.Blocks {
 		for _, t := range book.m[b.Local].tokens {
-			if err == nil {
-				err = e.enc.EncodeUint(uint64(t))
-			}
+			e.w.uint(uint64(t))
 		}
 	}
-	return err
-}
-
-func (e *vllmEncoder) salts(n int, salt string) error {
-	err := e.enc.EncodeArrayLen(n)
-	for range n {
-		if err == nil {
-			err = e.encodeAll(e.enc.EncodeArrayLen(1), func() error { return e.enc.EncodeString(salt) })
+	e.w.uint(uint64(e.blockSize))
+	e.w.null() // lora_id, deprecated
+	e.w.str("GPU")
+	e.w.optStr(first.lora)
+	if first.salt != "" {
+		e.w.array(len(ev.Blocks))
+		for range ev.Blocks {
+			e.w.array(1)
+			e.w.str(first.salt)
 		}
 	}
-	return err
 }
 
-func (e *vllmEncoder) optString(s string) error {
-	if s == "" {
-		return e.enc.EncodeNil()
+func (e *vllmEncoder) hashes(hs []routing.EngineHash) {
+	e.w.array(len(hs))
+	for _, h := range hs {
+		e.w.bin(opaqueHash(e.incarnation, h))
 	}
-	return e.enc.EncodeString(s)
-}
-
-// encodeAll runs steps in order after a header write, stopping at the
-// first error.
-func (e *vllmEncoder) encodeAll(err error, steps ...func() error) error {
-	for _, f := range steps {
-		if err != nil {
-			return err
-		}
-		err = f()
-	}
-	return err
 }
 
 // rankEndpoint offsets a tcp://host:port endpoint's port by rank, as vLLM
