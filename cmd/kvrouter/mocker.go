@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -41,6 +42,11 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget of one iteration (chunked prefill)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most requests running at once")
 	fs.Float64Var(&e.SpeedUp, "speedup", e.SpeedUp, "run the timing model this many times faster than real time")
+	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "KV event protocol: kvrouter (NATS event plane) or vllm (vLLM's ZMQ/msgpack publisher with a replay socket, vLLM-named /metrics, no NATS)")
+	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint, "vllm protocol: ZMQ PUB address to bind (rank r binds port+r), like vLLM's kv-events-config endpoint")
+	fs.StringVar(&c.ReplayEndpoint, "replay-endpoint", server.DefaultReplayEndpoint, "vllm protocol: ZMQ ROUTER replay address to bind (rank r binds port+r; empty: no replay)")
+	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "vllm protocol: topic of the event messages")
+	fs.IntVar(&c.ReplayBufferSteps, "replay-buffer-steps", c.ReplayBufferSteps, "vllm protocol: batches kept per rank for replay (vLLM's buffer_steps)")
 	fs.StringVar(&c.APIKey, "api-key", "", "require this bearer token on /v1 requests, like vLLM's --api-key (prefer KVR_API_KEY: flags show in process lists)")
 	f.log.register(fs)
 }
@@ -49,12 +55,14 @@ func newMockerCmd() *cobra.Command {
 	var f mockerFlags
 	cmd := &cobra.Command{
 		Use:   "mocker",
-		Short: "Run a simulated inference engine (OpenAI-compatible HTTP + NATS events)",
+		Short: "Run a simulated inference engine (OpenAI-compatible HTTP + NATS or vLLM-style ZMQ events)",
 		Long: `mocker runs a simulated vLLM-style engine: a paged prefix cache with LRU eviction,
 continuous batching with chunked prefill and a timing model of Llama-3.1-8B on one H100,
 behind an OpenAI-compatible HTTP server that streams tokens at the model's pace. It
 registers with the router nodes over NATS, publishes heartbeats with its load and its KV
-cache events, and answers snapshot requests.`,
+cache events, and answers snapshot requests. With --protocol vllm it speaks vLLM's wire
+instead: KV events as msgpack batches on a ZMQ PUB socket with a replay ROUTER socket,
+opaque block hashes, vLLM-named metrics on /metrics, and no NATS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMocker(cmd, &f) },
 	}
@@ -75,12 +83,16 @@ func runMocker(cmd *cobra.Command, f *mockerFlags) error {
 	if err := f.cfg.EnsureDefaults().Validate(); err != nil {
 		return err
 	}
-	bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker"}, log)
-	if err != nil {
-		return fmt.Errorf("--nats: %w", err)
+	var nc *nats.Conn
+	if f.cfg.Protocol != server.ProtocolVLLM {
+		bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker"}, log)
+		if err != nil {
+			return fmt.Errorf("--nats: %w", err)
+		}
+		defer bus.Close()
+		nc = bus.Conn
 	}
-	defer bus.Close()
-	srv, err := server.New(f.cfg, bus.Conn, log)
+	srv, err := server.New(f.cfg, nc, log)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,26 @@ const (
 	// DefaultMaxBodyBytes admits a 190k-token prompt sent as a JSON integer
 	// array (about 7 bytes per token) with room to spare.
 	DefaultMaxBodyBytes = 16 << 20
+	// DefaultKVEventsEndpoint is where the vLLM-wire mode binds its event
+	// publisher: vLLM's port 5557, but on loopback, so that a test or a
+	// laptop does not expose it; deployments bind tcp://*:5557.
+	DefaultKVEventsEndpoint = "tcp://127.0.0.1:5557"
+	// DefaultReplayEndpoint is the vLLM-wire replay socket; vLLM has none
+	// by default, but a router repairs gaps with one, so the mocker offers
+	// it on the next port.
+	DefaultReplayEndpoint = "tcp://127.0.0.1:5558"
+	// DefaultReplayBufferSteps is how many batches the replay socket keeps,
+	// vLLM's buffer_steps default.
+	DefaultReplayBufferSteps = 10000
+)
+
+// Event protocols of Config.Protocol.
+const (
+	// ProtocolKVRouter publishes on kvrouter's NATS event plane.
+	ProtocolKVRouter = "kvrouter"
+	// ProtocolVLLM publishes as vLLM's --kv-events-config ZMQ publisher
+	// does (msgpack batches, a replay socket) and uses no NATS.
+	ProtocolVLLM = "vllm"
 )
 
 // Clock gives the wall-clock time that drives the engines. Tests and
@@ -76,6 +96,18 @@ type Config struct {
 	// iteration time inside the engine (10 makes requests ten times
 	// faster); the driver feeds the engine plain wall-clock times.
 	Engine mocker.Config `koanf:"engine"`
+	// Protocol is the event protocol: ProtocolKVRouter (default) or
+	// ProtocolVLLM.
+	Protocol string `koanf:"protocol"`
+	// KVEventsEndpoint, ReplayEndpoint and KVEventsTopic shape the vLLM
+	// wire mode as vLLM's --kv-events-config endpoint, replay_endpoint and
+	// topic do: rank r binds each endpoint's port plus r. An empty
+	// ReplayEndpoint serves no replays, like vLLM's default.
+	KVEventsEndpoint string `koanf:"kv_events_endpoint"`
+	ReplayEndpoint   string `koanf:"replay_endpoint"`
+	KVEventsTopic    string `koanf:"kv_events_topic"`
+	// ReplayBufferSteps bounds the batches kept for replay per rank.
+	ReplayBufferSteps int `koanf:"replay_buffer_steps"`
 	// Clock is the time source; nil means time.Now.
 	Clock Clock `koanf:"-"`
 	// Rand draws the engine id and the incarnation; nil means a generator
@@ -106,6 +138,15 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Protocol == "" {
+		c.Protocol = ProtocolKVRouter
+	}
+	if c.KVEventsEndpoint == "" {
+		c.KVEventsEndpoint = DefaultKVEventsEndpoint
+	}
+	if c.ReplayBufferSteps == 0 {
+		c.ReplayBufferSteps = DefaultReplayBufferSteps
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -139,6 +180,10 @@ func (c *Config) Validate() error {
 		{"max_body_bytes", c.MaxBodyBytes < 1, "must be positive"},
 		{"api_key", strings.ContainsFunc(c.APIKey, func(r rune) bool { return r <= ' ' || r >= 0x7f }), "must be visible ASCII without spaces"},
 		{"engine.model", len(c.Engine.Model) > wire.MaxModelNameBytes, fmt.Sprintf("must be at most %d bytes", wire.MaxModelNameBytes)},
+		{"protocol", c.Protocol != ProtocolKVRouter && c.Protocol != ProtocolVLLM, "must be kvrouter or vllm"},
+		{"replay_buffer_steps", c.ReplayBufferSteps < 1, "must be positive"},
+		{"kv_events_endpoint", c.Protocol == ProtocolVLLM && !bindable(c.KVEventsEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
+		{"replay_endpoint", c.Protocol == ProtocolVLLM && c.ReplayEndpoint != "" && !bindable(c.ReplayEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
 	}
 	for _, k := range checks {
 		if k.bad {
@@ -165,4 +210,11 @@ func validEndpoint(s string) error {
 		return fmt.Errorf("%w: endpoint_url %q is not an http(s) URL", ErrConfig, s)
 	}
 	return nil
+}
+
+// bindable reports whether ep is a tcp://host:port address whose port can
+// be offset for each of ranks ranks, as vLLM offsets it.
+func bindable(ep string, ranks int) bool {
+	_, _, err := rankEndpoint(ep, uint32(max(ranks-1, 0)))
+	return err == nil
 }

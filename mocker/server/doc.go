@@ -24,7 +24,8 @@
 // incarnation; the incarnation is random per start.
 //
 // The HTTP API serves POST /v1/chat/completions and /v1/completions,
-// streaming (server-sent events) or not, GET /v1/models and GET /health.
+// streaming (server-sent events) or not, GET /v1/models, GET /health and
+// GET /metrics.
 // The prompt's token ids come from the "kvrouter": {"token_ids": [...]}
 // extension field, or from a completion prompt given as an integer array
 // (or an array of one); otherwise text becomes pseudo tokens of four UTF-8
@@ -34,6 +35,26 @@
 // MaxOutputTokens, default DefaultMaxTokens) filler words, one stream
 // chunk per token. The X-Dp-Rank header pins a rank; otherwise the rank
 // with the fewest requests in flight takes the request.
+//
+// # vLLM wire
+//
+// With Config.Protocol ProtocolVLLM the server uses no NATS and looks to a
+// router like a vLLM engine started with --kv-events-config: each rank
+// binds a ZMQ PUB socket (KVEventsEndpoint, port plus the rank) that sends
+// [topic, 8-byte big-endian sequence from 0, msgpack KVEventBatch] per
+// engine step, in vLLM 0.12–0.2x's array layout, and a ROUTER socket
+// (ReplayEndpoint) that answers ["", start] with every kept batch from
+// start on and the end marker seq -1; ReplayBufferSteps batches are kept.
+// Block hashes are opaque 32-byte digests (SHA-256 of the incarnation and
+// the engine's block id), so a consumer must hash token_ids itself; each
+// stored event carries its blocks' tokens (kept per request in flight),
+// the LoRA name as lora_name and a cache salt as every block's
+// extra_keys. GET /metrics serves vllm:num_requests_running,
+// vllm:num_requests_waiting, vllm:gpu_cache_usage_perc and
+// vllm:kv_cache_usage_perc per rank (label engine). There is no card,
+// heartbeat or snapshot. DropBatches makes a rank number and keep its next
+// batches without sending them, and ReopenPublisher closes and rebinds a
+// rank's sockets, so a subscriber sees a gap that a replay repairs.
 //
 // # Token pacing
 //

@@ -33,6 +33,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -79,6 +80,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, parse pa
 		return
 	}
 	p := newPending(s.nextID(g.chat), g.maxTokens)
+	p.lora, p.salt = g.lora, g.salt
 	req := mocker.Request{ID: p.id, Tokens: g.tokens, HashSeed: g.seed, MaxTokens: g.maxTokens}
 	if err := rk.submit(p, req); err != nil {
 		writeSubmitError(w, err)

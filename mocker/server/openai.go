@@ -65,6 +65,7 @@ type generation struct {
 	model        string
 	tokens       []uint32
 	seed         uint64
+	lora, salt   string
 	maxTokens    int
 	limited      bool // the client named the output length
 	stream       bool
@@ -142,6 +143,7 @@ func (c *common) generation(chat bool, maxTok *int64, lim limits) (*generation, 
 		}
 	}
 	g.seed = routing.Seed(lora, c.CacheSalt)
+	g.lora, g.salt = lora, c.CacheSalt
 	return g, nil
 }
 

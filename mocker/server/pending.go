@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // ErrStopped is the outcome of a request still in flight when the engine
@@ -25,6 +26,12 @@ type pending struct {
 	// so they need no lock of their own.
 	decoding bool // credited one token per iteration
 	emitted  int  // tokens already announced
+
+	// lora and salt name the request's adapter and cache salt, and blocks
+	// its prompt blocks in the rank's token book (vLLM wire only); set
+	// before submit and used under the rank mutex.
+	lora, salt string
+	blocks     []routing.LocalHash
 
 	mu       sync.Mutex
 	tokens   int

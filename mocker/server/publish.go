@@ -85,6 +85,10 @@ func (s *Server) publishEvents(r *rank, events []routing.Event) {
 	if len(events) == 0 {
 		return
 	}
+	if s.vllm() {
+		s.publishVLLM(r, events)
+		return
+	}
 	if r.drop.Load() > 0 {
 		r.drop.Add(-1)
 		s.log.Info("dropping event batch", "worker", r.worker.String(), "first", events[0].ID, "last", events[len(events)-1].ID)

@@ -30,6 +30,12 @@ type rank struct {
 	wake     chan struct{}
 	drop     atomic.Int64
 	inflight atomic.Int64
+
+	// vpub, venc and book are the vLLM-wire publisher, its encoder and the
+	// tokens of the blocks of requests in flight (ProtocolVLLM only).
+	vpub *vllmPub
+	venc *vllmEncoder
+	book *tokenBook
 }
 
 func newRank(s *Server, idx uint32) (*rank, error) {
@@ -38,7 +44,15 @@ func newRank(s *Server, idx uint32) (*rank, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: engine: %w", ErrConfig, err)
 	}
-	return &rank{srv: s, worker: w, eng: eng, reqs: make(map[string]*pending), wake: make(chan struct{}, 1)}, nil
+	r := &rank{srv: s, worker: w, eng: eng, reqs: make(map[string]*pending), wake: make(chan struct{}, 1)}
+	if s.vllm() {
+		if r.vpub, err = newVLLMPub(&s.cfg, idx, s.log.With("rank", idx)); err != nil {
+			return nil, err
+		}
+		r.venc = newVLLMEncoder(s.incarnation, s.cfg.Engine.BlockSize, idx)
+		r.book = newTokenBook(s.cfg.Engine.BlockSize)
+	}
+	return r, nil
 }
 
 // submit queues a request on the engine at the current time and wakes the
@@ -53,6 +67,9 @@ func (r *rank) submit(p *pending, req mocker.Request) error {
 	if err == nil {
 		r.reqs[p.id] = p
 		r.inflight.Add(1)
+		if r.book != nil {
+			p.blocks = r.book.add(req.Tokens, req.HashSeed, p.lora, p.salt)
+		}
 	}
 	r.mu.Unlock()
 	if err == nil {
@@ -76,6 +93,9 @@ func (r *rank) setOpen(open bool) {
 	for id, p := range r.reqs {
 		p.abort(ErrStopped)
 		delete(r.reqs, id)
+		if r.book != nil {
+			r.book.release(p.blocks)
+		}
 	}
 	r.inflight.Store(0)
 }
@@ -113,8 +133,10 @@ func (r *rank) step() (time.Duration, bool) {
 	next, ok := r.eng.NextEventTime()
 	if ok && !next.After(now) {
 		res := r.eng.Advance(now)
-		r.dispatch(&res)
+		// Events go out before dispatch ends requests: the vLLM wire takes
+		// the tokens of stored blocks from the requests in flight.
 		r.srv.publishEvents(r, res.Events)
+		r.dispatch(&res)
 		next, ok = r.eng.NextEventTime()
 	}
 	return next.Sub(now), ok
@@ -147,6 +169,9 @@ func (r *rank) dispatch(res *mocker.StepResult) {
 			p.finish(c)
 			delete(r.reqs, c.ID)
 			r.inflight.Add(-1)
+			if r.book != nil {
+				r.book.release(p.blocks)
+			}
 		}
 	}
 }

@@ -42,17 +42,18 @@ type Server struct {
 }
 
 // New builds a server from cfg (completed with defaults and validated) that
-// publishes on nc. Nothing runs until Run or Serve.
+// publishes on nc, which may be nil with ProtocolVLLM (it is not used
+// then). Nothing runs until Run or Serve.
 func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Server, error) {
-	if nc == nil {
-		return nil, fmt.Errorf("%w: nil NATS connection", ErrConfig)
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if nc == nil && cfg.Protocol != ProtocolVLLM {
+		return nil, fmt.Errorf("%w: nil NATS connection", ErrConfig)
 	}
 	s := &Server{cfg: cfg, nc: nc, incarnation: cfg.Rand.Uint64() | 1,
 		log: log.With("dc", cfg.DC, "worker", strconv.FormatUint(cfg.EngineID, 10))}
@@ -127,6 +128,9 @@ func (s *Server) open() ([]*nats.Subscription, error) {
 		return nil, fmt.Errorf("%w: endpoint_url must be set when not serving a listener", ErrConfig)
 	}
 	s.card.Store(s.buildCard())
+	if s.vllm() {
+		return nil, s.openVLLM()
+	}
 	subs, err := s.subscribe()
 	if err != nil {
 		return nil, err
@@ -146,11 +150,18 @@ func (s *Server) loop(ctx context.Context, subs []*nats.Subscription) {
 	for _, r := range s.ranks {
 		wg.Go(func() { r.run(ctx) })
 	}
-	wg.Go(func() { every(ctx, s.cfg.HeartbeatInterval, s.publishHeartbeat) })
-	wg.Go(func() { every(ctx, s.cfg.CardInterval, s.publishCard) })
+	if !s.vllm() {
+		wg.Go(func() { every(ctx, s.cfg.HeartbeatInterval, s.publishHeartbeat) })
+		wg.Go(func() { every(ctx, s.cfg.CardInterval, s.publishCard) })
+	}
 	wg.Wait()
 	for _, r := range s.ranks {
 		r.setOpen(false)
+	}
+	if s.vllm() {
+		s.closeVLLM()
+		s.log.Info("mocker stopped")
+		return
 	}
 	for _, sub := range subs {
 		_ = sub.Unsubscribe()

@@ -22,6 +22,12 @@ func TestConfigValidate(t *testing.T) {
 		{"output cap", func(c *Config) { c.MaxOutputTokens = 2; c.DefaultMaxTokens = 3 }, "max_output_tokens"},
 		{"endpoint", func(c *Config) { c.EndpointURL = "ftp://x" }, "endpoint_url"},
 		{"engine", func(c *Config) { c.Engine.SpeedUp = -1 }, "engine"},
+		{"protocol", func(c *Config) { c.Protocol = "sglang" }, "protocol"},
+		{"kv events endpoint", func(c *Config) { c.Protocol = ProtocolVLLM; c.KVEventsEndpoint = "ipc:///tmp/x" }, "kv_events_endpoint"},
+		{"replay endpoint", func(c *Config) { c.Protocol = ProtocolVLLM; c.ReplayEndpoint = "tcp://127.0.0.1" }, "replay_endpoint"},
+		{"replay port past the last rank", func(c *Config) {
+			c.Protocol, c.DPSize, c.ReplayEndpoint = ProtocolVLLM, 2, "tcp://127.0.0.1:65535"
+		}, "replay_endpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

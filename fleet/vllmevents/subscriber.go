@@ -1,0 +1,174 @@
+package vllmevents
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// Stats are one subscriber's counters, for tests and diagnostics; the
+// process-wide Metrics count the same things.
+type Stats struct {
+	Batches, Gaps, Replays, Restarts, Rejected, Duplicates, Connects uint64
+}
+
+// counters are a subscriber's Stats, written by Run's goroutine and read
+// from any.
+type counters struct {
+	batches, gaps, replays, restarts atomic.Uint64
+	rejected, duplicates, connects   atomic.Uint64
+}
+
+func (c *counters) stats() Stats {
+	return Stats{Batches: c.batches.Load(), Gaps: c.gaps.Load(), Replays: c.replays.Load(),
+		Restarts: c.restarts.Load(), Rejected: c.rejected.Load(), Duplicates: c.duplicates.Load(),
+		Connects: c.connects.Load()}
+}
+
+// Subscriber follows one engine rank's publisher and feeds its events to
+// a Sink. Run owns its goroutines; Stats may be called from any goroutine.
+type Subscriber struct {
+	cfg     Config
+	sink    Sink
+	run     RunSink
+	m       *Metrics
+	log     *slog.Logger
+	dec     *Decoder
+	conv    *Converter
+	replay  replayer
+	batch   Batch
+	started atomic.Bool
+
+	seq sequence
+	// ids is the id of the last event given to the sink.
+	ids uint64
+	// lastPayload is XXH3 of the last batch applied, which tells a
+	// replay of it from a restarted engine's batch of the same number.
+	lastPayload uint64
+	// dirty says whether the sink may hold blocks of this worker that a
+	// clear has not removed; it spares repeated clears.
+	dirty bool
+
+	n counters
+}
+
+// replayer fetches the batches from one sequence number on and calls fn
+// with each, in order; it returns after the end marker.
+type replayer func(ctx context.Context, from uint64, fn func(seq uint64, payload []byte)) error
+
+// New returns a subscriber for cfg (completed with defaults and validated)
+// that applies events to sink and counts in m (nil: counters of its own).
+func New(cfg Config, sink Sink, m *Metrics, log *slog.Logger) (*Subscriber, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return nil, fmt.Errorf("%w: nil sink", ErrConfig)
+	}
+	if m == nil {
+		m, _ = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	conv, err := NewConverter(cfg.Worker, cfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscriber{cfg: cfg, sink: sink, m: m, conv: conv, dec: NewDecoder(),
+		log: log.With("worker", cfg.Worker.String(), "endpoint", cfg.Endpoint)}
+	s.run, _ = sink.(RunSink)
+	if cfg.ReplayEndpoint != "" {
+		s.replay = zmqReplayer(cfg.ReplayEndpoint, cfg.ReplayTimeout, cfg.MaxPayloadBytes)
+	}
+	return s, nil
+}
+
+// Stats returns the subscriber's counters.
+func (s *Subscriber) Stats() Stats { return s.n.stats() }
+
+// begin resumes the worker's event ids from the sink's cursor and clears
+// the worker: the engine's cache predates this subscriber, so whatever
+// the sink holds for it is stale.
+func (s *Subscriber) begin() {
+	s.ids, _ = s.sink.Cursor(s.cfg.Worker)
+	s.dirty = true
+	s.clear("subscriber start")
+	s.seq = sequence{}
+}
+
+// reject counts one piece of bad input.
+func (s *Subscriber) reject(reason string, err error, attrs ...any) {
+	s.n.rejected.Add(1)
+	s.m.rejected.WithLabelValues(reason).Inc()
+	s.log.Warn("kv event input refused", append([]any{"reason", reason, "err", err}, attrs...)...)
+}
+
+// clear empties the worker in the sink with an AllBlocksCleared of the
+// subscriber's own, unless nothing was applied since the last clear.
+func (s *Subscriber) clear(why string) {
+	if !s.dirty {
+		return
+	}
+	s.log.Info("clearing engine blocks", "why", why)
+	ev := routing.Event{Worker: s.cfg.Worker, Kind: routing.EventCleared, Tier: routing.TierDevice}
+	s.deliver([]routing.Event{ev})
+	s.dirty = false
+}
+
+// deliver numbers events and gives them to the sink. A sink whose cursor
+// moved under the subscriber (another writer, a restored snapshot) makes
+// it take the cursor over and forget the engine's history, which the next
+// batch then rebuilds from a clear.
+func (s *Subscriber) deliver(events []routing.Event) {
+	for i := range events {
+		s.ids++
+		events[i].ID = s.ids
+	}
+	for i := 0; i < len(events); {
+		n, err := s.applyRun(events[i:])
+		i += n
+		if err == nil {
+			continue
+		}
+		s.sinkError(err)
+		if errIsOutOfStep(err) {
+			s.retake()
+			return
+		}
+		i++ // the index consumed the event's id but refused its body
+	}
+}
+
+// retake resumes the ids from the sink's cursor, clears the worker there
+// (once: a sink that refuses again is left for the next batch) and forgets
+// the engine's sequence, so that the next batch starts a fresh history.
+func (s *Subscriber) retake() {
+	s.ids, _ = s.sink.Cursor(s.cfg.Worker)
+	s.seq.known, s.dirty = false, true
+	ev := routing.Event{Worker: s.cfg.Worker, ID: s.ids + 1, Kind: routing.EventCleared, Tier: routing.TierDevice}
+	if err := s.sink.Apply(&ev); err == nil {
+		s.ids, s.dirty = ev.ID, false
+	}
+}
+
+// applyRun applies events up to the first error.
+func (s *Subscriber) applyRun(events []routing.Event) (int, error) {
+	if s.run != nil {
+		n, err := s.run.ApplyRun(events)
+		if n == 0 && err == nil {
+			return 0, fmt.Errorf("vllmevents: the sink took no event of a run")
+		}
+		return n, err
+	}
+	for i := range events {
+		if err := s.sink.Apply(&events[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(events), nil
+}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// vllm reports whether the server speaks the vLLM wire.
+func (s *Server) vllm() bool { return s.cfg.Protocol == ProtocolVLLM }
+
+// openVLLM binds every rank's publisher and opens the ranks to requests.
+func (s *Server) openVLLM() error {
+	for i, r := range s.ranks {
+		if err := r.vpub.open(); err != nil {
+			for _, prev := range s.ranks[:i] {
+				prev.vpub.close()
+			}
+			return err
+		}
+	}
+	for _, r := range s.ranks {
+		r.setOpen(true)
+	}
+	pub, replay := s.ranks[0].vpub.endpoints()
+	s.log.Info("mocker started", "ranks", len(s.ranks), "endpoint", s.cfg.EndpointURL, "model", s.cfg.Engine.Model,
+		"kv_events", pub, "replay", replay, "protocol", ProtocolVLLM)
+	return nil
+}
+
+func (s *Server) closeVLLM() {
+	for _, r := range s.ranks {
+		r.vpub.close()
+	}
+}
+
+// publishVLLM encodes one Advance's events as one KVEventBatch and
+// publishes it. The caller holds r.mu.
+func (s *Server) publishVLLM(r *rank, events []routing.Event) {
+	ts := float64(s.cfg.Clock().UnixNano()) / 1e9
+	payload, err := r.venc.batch(ts, events, r.book)
+	if err != nil {
+		s.log.Error("encode vllm event batch", "worker", r.worker.String(), "err", err)
+		if payload == nil {
+			return
+		}
+	}
+	drop := false
+	if r.drop.Load() > 0 {
+		r.drop.Add(-1)
+		drop = true
+		s.log.Info("dropping event batch", "worker", r.worker.String(), "first", events[0].ID)
+	}
+	r.vpub.publish(payload, drop)
+}
+
+// KVEventsEndpoints returns rank's bound event and replay endpoints in
+// the vLLM-wire mode (replay empty when there is none), as a router's
+// engine declaration names them.
+func (s *Server) KVEventsEndpoints(rank uint32) (pub, replay string, err error) {
+	if !s.vllm() || int(rank) >= len(s.ranks) {
+		return "", "", fmt.Errorf("%w: no vllm publisher for rank %d", ErrConfig, rank)
+	}
+	pub, replay = s.ranks[rank].vpub.endpoints()
+	return pub, replay, nil
+}
+
+// ReopenPublisher closes rank's vLLM-wire sockets, waits pause (batches
+// of that time are numbered and kept for replay but reach nobody) and
+// binds them again on the same addresses, as a publisher that lost its
+// subscribers would look. It is a test hook.
+func (s *Server) ReopenPublisher(rank uint32, pause time.Duration) error {
+	if !s.vllm() || int(rank) >= len(s.ranks) {
+		return fmt.Errorf("%w: no vllm publisher for rank %d", ErrConfig, rank)
+	}
+	p := s.ranks[rank].vpub
+	p.close()
+	time.Sleep(pause)
+	return p.open()
+}
+
+// Dump returns rank's cache as the engine's Dump: the ground truth that a
+// subscriber's index is compared with in tests.
+func (s *Server) Dump(rank uint32) ([]routing.Event, error) {
+	if int(rank) >= len(s.ranks) {
+		return nil, fmt.Errorf("%w: rank %d", ErrConfig, rank)
+	}
+	r := s.ranks[rank]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.eng.Dump().Events, nil
+}
