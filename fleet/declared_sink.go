@@ -7,9 +7,10 @@ import (
 
 // DeclaredSink registers the engines the operator declares (static
 // entries or DNS discovery, fleet/declared) in the plane's registry. Such
-// an engine answers no snapshot request: when it is new or restarted its
-// index state is dropped, and its own KV-event source (or, without one,
-// the approximate index) rebuilds it. It is safe for concurrent use.
+// an engine answers no snapshot request: its index state belongs to its
+// own KV-event source (fleet/vllmevents), which clears and replays it
+// when the engine restarts or when the state moved under it (an engine
+// that expired had its blocks dropped). It is safe for concurrent use.
 type DeclaredSink struct{ p *Plane }
 
 // DeclaredSink returns the plane's sink for declared engines.
@@ -17,7 +18,7 @@ func (p *Plane) DeclaredSink() DeclaredSink { return DeclaredSink{p} }
 
 // Card registers or refreshes a declared engine.
 func (s DeclaredSink) Card(c *kvrpb.WorkerCard) error {
-	_, err := s.p.register(c, itemRemove)
+	_, err := s.p.register(c, false)
 	return err
 }
 

@@ -37,14 +37,14 @@ func (p *Plane) onCard(data []byte) {
 		p.log.Debug("malformed worker card", "err", err)
 		return
 	}
-	p.register(card, itemReset)
+	p.register(card, true)
 }
 
-// register records a card. A new or restarted engine's index state is
-// dropped and rebuilt: by a snapshot resync of each rank (itemReset) for
-// engines that answer kvrouter's snapshot requests, or from the engine's
-// own event source (itemRemove) for declared engines.
-func (p *Plane) register(card *kvrpb.WorkerCard, rebuild itemKind) (Change, error) {
+// register records a card. With resync, a new or restarted engine's index
+// state is dropped and rebuilt by a snapshot resync of each rank, for
+// engines that answer kvrouter's snapshot requests; declared engines'
+// index state is their event source's to rebuild.
+func (p *Plane) register(card *kvrpb.WorkerCard, resync bool) (Change, error) {
 	change, err := p.reg.Register(card, p.cfg.Now())
 	if err != nil {
 		p.ctr.malformed("card")
@@ -55,8 +55,8 @@ func (p *Plane) register(card *kvrpb.WorkerCard, rebuild itemKind) (Change, erro
 	}
 	p.log.Info("engine registered", "worker", card.EngineId, "change", change.String(),
 		"model", card.Model, "ranks", card.DpSize, "incarnation", card.Incarnation, "endpoint", card.EndpointUrl)
-	if p.ing != nil && (change == Added || change == Restarted) {
-		p.post(item{kind: rebuild, w: routing.Worker{ID: routing.WorkerID(card.EngineId)}, n: uint64(card.DpSize)})
+	if resync && p.ing != nil && (change == Added || change == Restarted) {
+		p.post(item{kind: itemReset, w: routing.Worker{ID: routing.WorkerID(card.EngineId)}, n: uint64(card.DpSize)})
 	}
 	return change, nil
 }

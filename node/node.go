@@ -215,6 +215,11 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	defer stopDeclared()
+	stopEvents, err := n.startEngineEvents(ctx, plIdx)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	if cl != nil && plIdx != nil {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()

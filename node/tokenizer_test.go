@@ -35,8 +35,25 @@ func TestTextPromptsAreRoutedByTheModelsTokens(t *testing.T) {
 	post("/v1/chat/completions", map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "Hello there"}}})
 	post("/v1/completions", map[string]any{"model": model, "prompt": "Once upon a time"})
 	post("/v1/completions", map[string]any{"model": model, "prompt": []int{1, 2, 3}})
+	b, _ := json.Marshal(map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": strings.Repeat("Hello there. ", 40)}}})
+	resp, err := http.Post(f.base+"/v1/route/explain", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Tokens  string `json:"tokens"`
+		Blocks  int    `json:"blocks"`
+		Engines []struct {
+			Engine string `json:"engine"`
+		} `json:"engines"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ex)
+	resp.Body.Close()
+	if err != nil || ex.Tokens != "exact" || ex.Blocks < 5 || len(ex.Engines) != 1 {
+		t.Fatalf("explain: %+v, %v", ex, err)
+	}
 	m := f.node.Metrics().Tokenized
-	if exact, client := testutil.ToFloat64(m.WithLabelValues("exact")), testutil.ToFloat64(m.WithLabelValues("client")); exact != 2 || client != 1 || served.Load() != 3 {
+	if exact, client := testutil.ToFloat64(m.WithLabelValues("exact")), testutil.ToFloat64(m.WithLabelValues("client")); exact != 3 || client != 1 || served.Load() != 3 {
 		t.Fatalf("exact %v, client %v, served %d", exact, client, served.Load())
 	}
 }

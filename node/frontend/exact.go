@@ -16,12 +16,13 @@ const (
 // rules (tokenize.EncodeRequest). The request still goes to the engine as the client sent it; only
 // routing uses the ids. A model without a tokenizer, or whose template
 // refuses the conversation, is routed by its text (routing.TextHashes),
-// as before; the first such request of each model is logged.
-func (x *exchange) exactTokens() {
+// as before; the first such request of each model is logged. It returns
+// the outcome.
+func (x *exchange) exactTokens() string {
 	p := x.p
 	if p.Tokens != nil {
 		x.s.tokenized(tokenizedClient)
-		return
+		return tokenizedClient
 	}
 	tok := x.s.cfg.Tokenizers[p.Model]
 	if tok == nil {
@@ -29,16 +30,17 @@ func (x *exchange) exactTokens() {
 			x.s.log.Warn("model has no tokenizer configured; its text prompts are routed by text blocks, which do not line up with the engine's token blocks", "model", p.Model)
 		}
 		x.s.tokenized(tokenizedApproximate)
-		return
+		return tokenizedApproximate
 	}
 	ids, err := tok.EncodeRequest(x.body.data, x.ep == oaiedge.Chat, p.Text, make([]uint32, 0, len(x.body.data)/4+8))
 	if err != nil {
 		x.s.log.Debug("tokenizer refused the prompt; routing by text blocks", "model", p.Model, "err", err)
 		x.s.tokenized(tokenizedFailed)
-		return
+		return tokenizedFailed
 	}
 	p.Tokens, p.Text = ids, ""
 	x.s.tokenized(tokenizedExact)
+	return tokenizedExact
 }
 
 func (s *Server) tokenized(outcome string) {

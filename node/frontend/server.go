@@ -109,6 +109,7 @@ func (s *Server) routes() http.Handler {
 		{Pattern: "GET /v1/models", Handler: s.handleModels},
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession},
+		{Pattern: "POST /v1/route/explain", Handler: s.handleExplain},
 	}
 	if s.metrics != nil {
 		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP})
