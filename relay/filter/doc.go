@@ -174,30 +174,6 @@
 // cuckoo layouts); DecodeCuckoo, DecodeDelta and Apply accept either. Rebuilds
 // change the layout (RefSet.Generation) and always require a full snapshot.
 //
-// # Stacks
-//
-// A Stack is a read replica of up to 16 cuckoo filters of one geometry
-// (kind, seed, bucket count), transposed: row i holds bucket i of every
-// member. Filters of one geometry place a block in the same two buckets
-// with the same fingerprint, so Stack.Hits tests a block in all members by
-// reading two rows (four cache lines for 16 members) where the members
-// take two lines each. The consumer keeps one per cache domain for its
-// best-lane search. Rows hold logical bucket words, so both cuckoo kinds
-// stack; the owner keeps each column equal to its filter (Load, LoadRange,
-// then the Apply of every delta the filter accepted), and the Stack does
-// not check it.
-//
-// On amd64 with AVX2, Hits compares rows in assembly (stack_amd64.s): 16
-// fingerprint lanes per instruction, with the rows of every probe
-// prefetched first. The portable loop takes a dozen operations per word
-// and a call per probe, which in a profile of the consumer's search was
-// the largest part of a stack lookup. With the kernel a probe costs about
-// a third of the loop's in cache and two thirds out of it
-// (BenchmarkStackHits runs both). Go has no portable vector operations outside an experiment,
-// so the kernel is hand-written; the purego build tag, a race build (the
-// race detector cannot see reads in assembly) or a machine without AVX2
-// selects the portable loop, and the tests check one against the other.
-//
 // # What it refuses to do
 //
 // It does not resize a filter in place (RefSet rebuilds), does not delete
@@ -209,7 +185,7 @@
 // No type in this package is safe for concurrent use. A RefSet and its
 // summary belong to one owner, the pool's producer, which serialises every
 // call. Read-only methods (Contains, ContainsPrefix, LocateInto, Len,
-// MarshalBinary, Diff), HitAll and Stack.Hits may run concurrently with
-// each other while nothing mutates the filter or stack; a consumer that
-// applies deltas while serving queries must guard both itself.
+// MarshalBinary, Diff) and HitAll may run concurrently with each other
+// while nothing mutates the filter; a consumer that applies deltas while
+// serving queries must guard it itself.
 package filter
