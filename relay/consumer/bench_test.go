@@ -215,7 +215,7 @@ func BenchmarkProbeCost(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, nil)
 			var fs []*filter.Cuckoo
 			for _, e := range c.lanes.Load().byDomain[domain] {
-				fs = append(fs, e.lane.f)
+				fs = append(fs, e.lane.f.(*filter.Cuckoo))
 			}
 			ps := make([]filter.Probe, 20*len(fs))
 			got := make([]uint64, len(ps))

@@ -93,7 +93,7 @@ func (c *Consumer) best(s *bestSearch, domain producer.Domain, hs []routing.SeqH
 	// The fields are set one by one: assigning a whole bestSearch would
 	// clear its arrays a second time.
 	s.hs, s.o, s.minGain, s.window = hs, o, minGain, c.cfg.VerifyWindow
-	s.n, s.nq, s.probes, s.rounds, s.fellBack = 0, 0, 0, 0, false
+	s.n, s.nq, s.np, s.nb, s.probes, s.rounds, s.fellBack = 0, 0, 0, 0, 0, 0, false
 	mu := es[0].lane.mu
 	mu.RLock()
 	defer mu.RUnlock()
@@ -130,6 +130,7 @@ func (s *bestSearch) add(l *Lane, now time.Time) {
 	}
 	c := &s.arr[s.n]
 	c.l, c.f, c.intercept, c.lo, c.hi, c.next = l, l.f, intercept, 0, hi, 0
+	c.cuckoo, _ = l.f.(*filter.Cuckoo)
 	s.live[s.n] = int8(s.n)
 	s.n++
 	s.nlive = s.n
@@ -139,8 +140,11 @@ func (s *bestSearch) add(l *Lane, now time.Time) {
 // lie in [lo, hi] (lo blocks probed present, block hi probed absent or hi
 // the request's length).
 type candidate struct {
-	l         *Lane
-	f         *filter.Cuckoo
+	l *Lane
+	f filter.Summary
+	// cuckoo is f if it is a cuckoo filter, whose lookups can be located
+	// first and read together; nil for a Bloom filter.
+	cuckoo    *filter.Cuckoo
 	intercept float64
 	lo, hi    int
 	next      int // the depth this round probes
@@ -195,11 +199,16 @@ type bestSearch struct {
 	// win, ascending, so that a round visits only those.
 	live  [maxBestLanes]int8
 	nlive int
-	// A round's probes: probe q is candidate at[q]'s, located in ps[q].
-	at   [maxBestLanes]int8
-	nq   int
-	ps   [maxBestLanes]filter.Probe
-	hits [maxBestLanes]uint64
+	// A round's probes: probe q is candidate at[q]'s, and its answer (1
+	// present, 0 absent) is answers[src[q]]. A cuckoo lane's probe is
+	// located in ps[k] and HitAll answers it in answers[k]; a Bloom
+	// lane's is answered when it is queued, in answers[maxBestLanes+k],
+	// since its lookup is the library's k bit reads, which cannot be
+	// split.
+	at, src    [maxBestLanes]int8
+	nq, np, nb int
+	ps         [maxBestLanes]filter.Probe
+	answers    [2 * maxBestLanes]uint64
 	// probes (lookups), rounds (reads of them) and fellBack are for the
 	// tests and benchmarks.
 	probes, rounds int
@@ -282,9 +291,25 @@ func (s *bestSearch) midpointRound(leaderGain float64) {
 func (s *bestSearch) queue(j int8, d int) {
 	c := &s.arr[j]
 	c.next = d
-	c.f.LocateInto(&s.ps[s.nq], s.hs[d-1])
 	s.at[s.nq] = j
+	if c.cuckoo != nil {
+		c.cuckoo.LocateInto(&s.ps[s.np], s.hs[d-1])
+		s.src[s.nq] = int8(s.np)
+		s.np++
+	} else {
+		s.answers[maxBestLanes+s.nb] = present(c.f, s.hs[d-1])
+		s.src[s.nq] = int8(maxBestLanes + s.nb)
+		s.nb++
+	}
 	s.nq++
+}
+
+// present is f's answer for h as a HitAll answer: 1 present, 0 absent.
+func present(f filter.Summary, h routing.SeqHash) uint64 {
+	if f.Contains(h) {
+		return 1
+	}
+	return 0
 }
 
 // read tests the round's probes at once (filter.HitAll), narrows each
@@ -293,17 +318,17 @@ func (s *bestSearch) queue(j int8, d int) {
 func (s *bestSearch) read() (allHit bool, lanes int) {
 	s.probes += s.nq
 	s.rounds++
-	filter.HitAll(s.ps[:s.nq], s.hits[:s.nq])
+	filter.HitAll(s.ps[:s.np], s.answers[:s.np])
 	allHit = true
 	for q, j := range s.at[:s.nq] {
 		c := &s.arr[j]
-		if s.hits[q] == 1 {
+		if s.answers[s.src[q]] == 1 {
 			c.lo = c.next
 		} else {
 			c.hi, allHit = c.next-1, false
 		}
 	}
-	lanes, s.nq = s.nq, 0
+	lanes, s.nq, s.np, s.nb = s.nq, 0, 0, 0
 	return allHit, lanes
 }
 
@@ -386,14 +411,21 @@ func (s *bestSearch) resolve(j int) {
 		k := min(m, resolveWays)
 		lo := c.lo
 		for i := range k {
-			c.f.LocateInto(&s.ps[i], s.hs[lo+((i+1)*m+k)/(k+1)-1])
+			h := s.hs[lo+((i+1)*m+k)/(k+1)-1]
+			if c.cuckoo != nil {
+				c.cuckoo.LocateInto(&s.ps[i], h)
+			} else {
+				s.answers[i] = present(c.f, h)
+			}
 		}
 		s.probes += k
 		s.rounds++
-		filter.HitAll(s.ps[:k], s.hits[:k])
+		if c.cuckoo != nil {
+			filter.HitAll(s.ps[:k], s.answers[:k])
+		}
 		for i := range k {
 			d := lo + ((i+1)*m+k)/(k+1)
-			if s.hits[i] == 0 {
+			if s.answers[i] == 0 {
 				c.hi = d - 1
 				break
 			}

@@ -39,7 +39,7 @@ func search(c *Consumer, hs []routing.SeqHash, o Objective, minGain float64) (*b
 }
 
 // TestPropertyBestIsBestOfQuery: over any lanes (some not ready, some
-// excluded by the objective, of two filter geometries, depths, intercepts
+// excluded by the objective, of two cuckoo geometries or Bloom, depths, intercepts
 // and minimum gains drawn so that ties are common), Best answers the lane and depth BestOf gives over Query's
 // results, and over the true depths.
 func TestPropertyBestIsBestOfQuery(t *testing.T) {
@@ -56,7 +56,12 @@ func TestPropertyBestIsBestOfQuery(t *testing.T) {
 			l := &Lane{pool: poolIn(dc)}
 			if rapid.IntRange(0, 5).Draw(rt, "ready") > 0 {
 				k := rapid.IntRange(0, n).Draw(rt, "depth")
-				l.f = filterWith(t, rapid.SampledFrom([]int{512, 512, 2048}).Draw(rt, "capacity"), hs[:k])
+				switch capacity := rapid.SampledFrom([]int{512, 2048, 0}).Draw(rt, "capacity"); capacity {
+				case 0:
+					l.f = bloomWith(t, 512, hs[:k])
+				default:
+					l.f = filterWith(t, capacity, hs[:k])
+				}
 				truth[dc] = k
 			}
 			icpts[dc] = float64(rapid.IntRange(-8, 0).Draw(rt, "intercept")) * 4

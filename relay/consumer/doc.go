@@ -1,13 +1,13 @@
 // Package consumer mirrors other DCs' pool summaries and answers cross-DC
-// prefix queries: one Lane per remote (dc, pool) keeps that pool's cuckoo
-// filter up to date over the publication protocol (relay/publish), and
+// prefix queries: one Lane per remote (dc, pool) keeps that pool's summary
+// (a cuckoo or Bloom filter) up to date over the publication protocol (relay/publish), and
 // Consumer.Query returns, for one cache domain, each DC's longest request
 // prefix that is probably present there.
 //
 // # Guarantees
 //
 //   - A lane's filter is always a consistent image the producer published:
-//     the snapshot, then deltas applied whole (filter.Cuckoo.Apply validates
+//     the snapshot, then deltas applied whole (filter.Summary.Apply validates
 //     before it writes) in contiguous order. Any error (gap, lag, producer
 //     change, corrupt payload, transport failure) ends the subscription and
 //     the lane resubscribes, which starts with a fresh snapshot; until then
@@ -53,8 +53,9 @@
 // need, and finds only the winner's depth exactly, so a 16-lane request at
 // mixed depths costs about 60 probes instead of about 180; it reads each
 // round's probes together (filter.HitAll) so that their cache misses
-// overlap. Out of cache, where the probes are most of a query's time, it
-// is several times faster than Query (docs/benchmarks.md). The objective
+// overlap (a Bloom lane's probes are answered one by one: the library's k
+// bit reads cannot be split). Out of cache, where the probes are most of a
+// query's time, it is several times faster than Query (docs/benchmarks.md). The objective
 // is the caller's; the consumer knows nothing of the policy.
 //
 // A transposed second copy of each domain's filters, searched with AVX2,
@@ -113,7 +114,6 @@
 // It does not dial: the caller passes a kvrpb.RelayClient on a connection
 // it built (publish.DialOptions with its TLS credentials). It does not
 // weigh DCs itself (Best maximises the caller's objective; the gateway's
-// policy weighs depth, staleness and load), does not
-// mirror Bloom summaries, and does not read the clock except through
-// Config.Now.
+// policy weighs depth, staleness and load), and does not read the clock
+// except through Config.Now.
 package consumer

@@ -14,7 +14,7 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Lane mirrors one remote pool's filter. Its goroutine subscribes, applies
+// Lane mirrors one remote pool's summary (a cuckoo or Bloom filter). Its goroutine subscribes, applies
 // events in order and resubscribes with backoff after any error; queries
 // read it under a read lock. Until its first snapshot a lane is not ready;
 // after an error it keeps serving its last consistent image, and its
@@ -28,7 +28,7 @@ type Lane struct {
 	// mu is shared by every lane of the pool's cache domain (laneSet.with
 	// sets it), so that a query takes one read lock for all of them.
 	mu      *sync.RWMutex
-	f       *filter.Cuckoo
+	f       filter.Summary
 	epoch   uint64
 	seq     uint64
 	heard   time.Time

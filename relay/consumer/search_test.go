@@ -29,6 +29,19 @@ func filterWith(t testing.TB, capacity int, hs []routing.SeqHash) *filter.Cuckoo
 	return f
 }
 
+// bloomWith returns a Bloom filter sized for capacity blocks holding hs.
+func bloomWith(t testing.TB, capacity int, hs []routing.SeqHash) *filter.Bloom {
+	t.Helper()
+	b, err := filter.NewBloom(filter.Config{Capacity: capacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		b.Add(h)
+	}
+	return b
+}
+
 func TestPrefixDepth(t *testing.T) {
 	hs := chain(rand.New(rand.NewPCG(9, 9)), 64)
 	tests := []struct {

@@ -156,8 +156,13 @@
 // Bloom: simpler, never refuses an insert (it degrades gracefully past its
 // capacity), any rate is a sizing choice, and a rebuild is a cheap linear
 // pass. It cannot delete, so removed blocks stay as extra false positives
-// (RefSet.Stale) until the owner rotates it with RefSet.Rebuild, and it has
-// no deltas. Prefer it for pools whose block set churns little.
+// (RefSet.Stale) until the owner rotates it with RefSet.Rebuild, which a
+// subscriber must fetch as a whole snapshot; its deltas carry only what
+// inserts set, one word image per set bit's word (about k words per
+// block, against one or two buckets for a cuckoo insert), and lookups are
+// k bit reads. Prefer it for pools whose block set churns little: under
+// churn the rebuilds' snapshots dominate its WAN cost (docs/benchmarks.md;
+// relay/producer/bloom.go has the rebuild rule).
 //
 // # Wire encoding and deltas
 //
@@ -170,9 +175,12 @@
 // bucket images (12 bytes each on the wire, 10 for the compact kind),
 // which Apply installs after validating all of it; a delta whose declared
 // entry count does not match is refused with ErrBase, the signal to fetch a
-// fresh snapshot. Kind.HasDeltas reports the kinds that have deltas (both
-// cuckoo layouts); DecodeCuckoo, DecodeDelta and Apply accept either. Rebuilds
-// change the layout (RefSet.Generation) and always require a full snapshot.
+// fresh snapshot. A Bloom filter's change log and deltas work the same way
+// over the 64-bit words of its bit array (bloom_delta.go, 12 bytes per
+// word on the wire), with only the words inserts set, since it cannot
+// delete. Every kind has deltas (Kind.HasDeltas); Kind.IsCuckoo names the
+// cuckoo layouts. Rebuilds change the layout (RefSet.Generation) and
+// always require a full snapshot.
 //
 // # What it refuses to do
 //

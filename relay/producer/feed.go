@@ -83,10 +83,10 @@ func (p *Producer) Subscribe() (*Feed, error) {
 	return f, nil
 }
 
-// publish turns the buckets changed since the last publication into one
-// delta, assigns it the next seq and queues it on every feed.
+// publish turns the buckets (or Bloom words) changed since the last
+// publication into one delta, assigns it the next seq and queues it on every feed.
 func (p *Producer) publish() {
-	d := p.cuckoo.TakeChanges()
+	d := p.summary.TakeChanges()
 	if len(d.Images) == 0 {
 		return
 	}
