@@ -405,7 +405,7 @@ func (s *bestSearch) reaching(c *candidate, target float64) int {
 func (s *bestSearch) resolve(j int) {
 	c := &s.arr[j]
 	for c.lo < c.hi {
-		// Up to resolveWays positions spread over (lo, hi], read at once,
+		// Up to resolveWays positions evenly over (lo, hi], read at once,
 		// narrow the bracket to one of resolveWays+1 parts.
 		m := c.hi - c.lo
 		k := min(m, resolveWays)

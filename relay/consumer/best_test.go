@@ -48,7 +48,7 @@ func TestPropertyBestIsBestOfQuery(t *testing.T) {
 		n := rapid.IntRange(0, 70).Draw(rt, "n")
 		hs := chain(rng, n)
 		truth := map[string]int{}
-		icpts := map[string]float64{}
+		intercepts := map[string]float64{}
 		excluded := map[string]bool{}
 		var lanes []*Lane
 		for i := range rapid.IntRange(1, 20).Draw(rt, "lanes") {
@@ -64,12 +64,12 @@ func TestPropertyBestIsBestOfQuery(t *testing.T) {
 				}
 				truth[dc] = k
 			}
-			icpts[dc] = float64(rapid.IntRange(-8, 0).Draw(rt, "intercept")) * 4
+			intercepts[dc] = float64(rapid.IntRange(-8, 0).Draw(rt, "intercept")) * 4
 			excluded[dc] = rapid.IntRange(0, 6).Draw(rt, "excluded") == 0
 			lanes = append(lanes, l)
 		}
 		o := Objective{Slope: rapid.SampledFrom([]float64{0, 0.5, 1, 3.2}).Draw(rt, "slope"),
-			Intercept: func(v LaneView) (float64, bool) { return icpts[v.Pool.DC], !excluded[v.Pool.DC] }}
+			Intercept: func(v LaneView) (float64, bool) { return intercepts[v.Pool.DC], !excluded[v.Pool.DC] }}
 		minGain := float64(rapid.IntRange(-40, 40).Draw(rt, "minGain"))
 		c := consumerWith(lanes...)
 		now := time.Unix(0, 0)

@@ -30,6 +30,8 @@
 // Both layouts share all of that code: algorithms see a bucket as one
 // logical uint64 of four 16-bit lanes searched with SWAR (broadcast XOR,
 // zero-lane test), and only reading and writing a bucket differ (layout.go).
+// A lane here is a 16-bit field of that word, one fingerprint slot; it is
+// unrelated to the consumer's lanes (remote pools, relay/consumer).
 //
 //   - KindCuckoo, f = 16: the logical word is stored as is, 8 bytes per
 //     bucket.

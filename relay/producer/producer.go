@@ -26,6 +26,7 @@ type Producer struct {
 	owners    map[routing.Worker]map[routing.SeqHash]struct{}
 	epoch     uint64
 	seq       uint64
+	count     int // the entry count the last publication declared
 	lastIndex uint64
 	load      Load
 	feeds     map[*Feed]struct{}
@@ -76,6 +77,7 @@ func (p *Producer) startEpoch() {
 	}
 	p.seq = 0
 	p.summary = p.refs.Summary()
+	p.count = p.summary.Len()
 	p.summary.TrackChanges()
 	p.summary.TakeChanges()
 }
