@@ -27,11 +27,9 @@ build: ## Build bin/kvrouter (static, stripped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o $(BIN) ./cmd/kvrouter
 
 .PHONY: test
-test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages, the filters' portable (purego) build.
+test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages.
 	$(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race -short $(RACE_PKGS)
-	$(GO) vet -tags purego ./relay/filter
-	$(GO) test -count=1 -tags purego ./relay/filter
 
 .PHONY: test-race
 test-race: ## Every package under the race detector.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -91,7 +93,6 @@ func TestRelayFlagErrorsNameTheFlag(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{name: "summary kind", args: []string{"--summary-kind", "bloom"}, flag: "--summary-kind"},
 		{name: "unknown summary kind", args: []string{"--summary-kind", "xor"}, flag: "--summary-kind"},
 		{name: "pool", args: []string{"--pools", "m"}, flag: "--pools"},
 		{name: "peer", args: []string{"--peers", "eu=a/b"}, flag: "--peers"},
@@ -116,7 +117,7 @@ func TestRelayPeersOverHTTPS(t *testing.T) {
 		https bool
 		url   string
 	}{{false, "http://10.1.0.5:8080"}, {true, "https://10.1.0.5:8080"}} {
-		f := relayFlags{kind: "cuckoo", peers: []string{"eu=10.1.0.5:7200/10.1.0.5:8080/80ms"}, peersHTTPS: tc.https}
+		f := relayFlags{peers: []string{"eu=10.1.0.5:7200/10.1.0.5:8080/80ms"}, peersHTTPS: tc.https}
 		if err := f.resolve(); err != nil {
 			t.Fatal(err)
 		}
@@ -126,14 +127,58 @@ func TestRelayPeersOverHTTPS(t *testing.T) {
 	}
 }
 
-func TestRelayFlagsSelectCompactSummaries(t *testing.T) {
-	var f relayFlags
-	f.kind, f.pools = "cuckoo-compact", []string{"m:64"}
-	if err := f.resolve(); err != nil {
-		t.Fatal(err)
+// TestRelaySummaryKind: --summary-kind selects every kind from the flag,
+// the environment or the YAML file (cuckoo by default), and a bad value
+// is refused with an error naming its key and source.
+func TestRelaySummaryKind(t *testing.T) {
+	dir := t.TempDir()
+	yamlOf := func(kind string) string {
+		path := filepath.Join(dir, kind+".yaml")
+		if err := os.WriteFile(path, []byte("summary_kind: "+kind+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	if got := f.cfg.Producer.Filter.Kind.String(); got != "cuckoo-compact" {
-		t.Fatalf("kind %s", got)
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		file    string
+		want    string
+		wantErr string
+	}{
+		{name: "default", want: "cuckoo"},
+		{name: "flag bloom", args: []string{"--summary-kind", "bloom"}, want: "bloom"},
+		{name: "flag compact", args: []string{"--summary-kind", "cuckoo-compact"}, want: "cuckoo-compact"},
+		{name: "environment bloom", env: []string{"KVR_SUMMARY_KIND=bloom"}, want: "bloom"},
+		{name: "file bloom", file: yamlOf("bloom"), want: "bloom"},
+		{name: "flag over environment", args: []string{"--summary-kind", "cuckoo"}, env: []string{"KVR_SUMMARY_KIND=bloom"}, want: "cuckoo"},
+		{name: "bad flag", args: []string{"--summary-kind", "xor"}, wantErr: "--summary-kind"},
+		{name: "bad environment", env: []string{"KVR_SUMMARY_KIND=xor"}, wantErr: "KVR_SUMMARY_KIND: summary_kind"},
+		{name: "bad file", file: yamlOf("xor"), wantErr: "summary_kind"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f relayFlags
+			fs := pflag.NewFlagSet("relay", pflag.ContinueOnError)
+			f.register(fs)
+			err := fs.Parse(tc.args)
+			if err == nil {
+				err = resolveConfig(fs, tc.file, tc.env)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.cfg.Producer.Filter.Kind.String(); got != tc.want {
+				t.Fatalf("kind %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

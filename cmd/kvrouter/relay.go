@@ -23,7 +23,6 @@ type relayFlags struct {
 	configPath string
 	peers      []string
 	pools      []string
-	kind       string
 	peersHTTPS bool
 	tokenizers []string
 	log        logFlags
@@ -49,7 +48,8 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&p.MaxStaleness, "max-staleness", 0, "skip remote summaries not heard from for longer (0: gateway default)")
 	fs.Float64Var(&p.MinAdvantageMs, "min-advantage-ms", 0, "a remote DC must beat the local one by more than this")
 	fs.IntVar(&c.Producer.Filter.Capacity, "summary-capacity", service.DefaultSummaryCapacity, "blocks a pool's summary holds before it grows")
-	fs.StringVar(&f.kind, "summary-kind", filter.KindCuckoo.String(), "the pools' summary filter: cuckoo (16-bit fingerprints, ~1.2e-4 false positives, 16.8 bits per block) or cuckoo-compact (semi-sorted, ~9.3e-4, 12.6 bits per block)")
+	c.Producer.Filter.Kind = filter.KindCuckoo
+	fs.Var(summaryKind{&c.Producer.Filter.Kind}, "summary-kind", "the pools' summary filter: cuckoo (16-bit fingerprints, ~1.2e-4 false positives, 16.8 bits per block), cuckoo-compact (semi-sorted, ~9.3e-4, 12.6 bits per block) or bloom (no deletes: rebuilt and re-sent whole when a quarter of its entries are removed blocks; for pools that rarely evict)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", time.Second, "how often summaries carry the pools' load to peers")
 	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM certificate presented to the DC's cluster API when its nodes run with --cluster-tls-* (with --cluster-tls-key and --cluster-tls-ca)")
 	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
@@ -64,13 +64,30 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	f.log.register(fs)
 }
 
-// resolve parses the peers, pools and summary kind.
-func (f *relayFlags) resolve() error {
-	kind, err := filter.ParseKind(f.kind)
-	if err != nil || !kind.HasDeltas() {
-		return fmt.Errorf("--summary-kind: %q is not cuckoo or cuckoo-compact", f.kind)
+// summaryKind is --summary-kind. It parses when it is set, so that a bad
+// value from the file or the environment is reported with its key.
+type summaryKind struct{ k *filter.Kind }
+
+func (v summaryKind) String() string {
+	if v.k == nil {
+		return filter.KindCuckoo.String()
 	}
-	f.cfg.Producer.Filter.Kind = kind
+	return v.k.String()
+}
+
+func (v summaryKind) Set(s string) error {
+	k, err := filter.ParseKind(s)
+	if err != nil {
+		return err
+	}
+	*v.k = k
+	return nil
+}
+
+func (v summaryKind) Type() string { return "kind" }
+
+// resolve parses the peers and pools.
+func (f *relayFlags) resolve() error {
 	for _, s := range f.peers {
 		dc, rest, ok := strings.Cut(s, "=")
 		parts := strings.Split(rest, "/")
@@ -95,6 +112,7 @@ func (f *relayFlags) resolve() error {
 		}
 		f.cfg.Pools = append(f.cfg.Pools, gateway.Pool{Model: s[:i], BlockSize: bs})
 	}
+	var err error
 	if f.cfg.Tokenizers, err = tokenize.LoadModels(f.tokenizers); err != nil {
 		return fmt.Errorf("--tokenizer %w", err)
 	}

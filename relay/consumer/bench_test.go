@@ -21,18 +21,8 @@ const benchLanes = 16
 // benchConsumer builds a consumer with 16 lanes of 2^19 buckets each
 // (sized for 1M blocks, filled to 75% with background blocks) and a set of
 // 64-block requests; lane i holds the first depth(r, i) blocks of request
-// r (mixedDepths unless given). The lanes' filters share one geometry, as
-// the filters of relays with the default summary settings do, so Best
-// reads them through the domain's stack.
+// r (mixedDepths unless given).
 func benchConsumer(b testing.TB, requests int, depth func(r, i int) int) (*Consumer, [][]routing.SeqHash) {
-	return benchConsumerOf(b, requests, depth, false, 0)
-}
-
-// benchConsumerOf is benchConsumer, without the stack if noStack, and
-// with the last grown lanes' filters sized for 2M blocks (2^20 buckets,
-// as a pool's summary that outgrew the default is rebuilt), so that they
-// are not stacked with the others.
-func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noStack bool, grown int) (*Consumer, [][]routing.SeqHash) {
 	b.Helper()
 	if depth == nil {
 		depth = mixedDepths
@@ -44,11 +34,7 @@ func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noSta
 	}
 	set := &laneSet{byDomain: map[producer.Domain][]*laneEntry{}}
 	for i := range benchLanes {
-		capacity := 1 << 20
-		if i >= benchLanes-grown {
-			capacity = 1 << 21
-		}
-		f, err := filter.NewCuckoo(filter.Config{Capacity: capacity}, rand.New(rand.NewPCG(uint64(i), 1)))
+		f, err := filter.NewCuckoo(filter.Config{Capacity: 1 << 20}, rand.New(rand.NewPCG(uint64(i), 1)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,9 +49,8 @@ func benchConsumerOf(b testing.TB, requests int, depth func(r, i int) int, noSta
 		l := &Lane{pool: poolIn(string(rune('a' + i))), f: f, heard: benchHeard}
 		set = set.with(&laneEntry{lane: l})
 	}
-	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow, NoStack: noStack}}
+	c := &Consumer{cfg: Config{VerifyWindow: DefaultVerifyWindow}}
 	c.lanes.Store(set)
-	c.restackDomain(nil, domain)
 	return c, reqs
 }
 
@@ -150,21 +135,15 @@ func BenchmarkQuery16Lanes64Blocks(b *testing.B) {
 // BenchmarkBest16Lanes64Blocks measures Best, the serving path's
 // question, over the lanes and requests of BenchmarkQuery16Lanes64Blocks
 // (run both in one invocation to compare them): the lane a request gains
-// most from when lanes differ only by depth (flat), and when each lane's
-// DC is a round trip further off (spread: 3.2 ms per block, 10 ms more
-// per lane, as the gateway's policy computes it), through the domain's
-// stack and (no-stack) without it, and with four lanes of a larger
-// filter the stack does not hold (four-grown). It also reports the lookups per query
-// (a stack lookup tests every stacked lane at one depth) and the rounds
-// (reads of lookups issued together; the verification after the last is
-// not counted).
+// most from when lanes differ only by depth, and (at-distances) when each
+// lane's DC is a round trip further off (3.2 ms per block, 10 ms more per
+// lane, as the gateway's policy computes it). It also reports the filter
+// lookups per query and the rounds (reads of lookups issued together; the
+// verification after the last is not counted).
 func BenchmarkBest16Lanes64Blocks(b *testing.B) {
-	spread := Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
-		return -10 * float64(v.Pool.DC[0]-'a'), true
-	}}
-	run := func(name string, requests int, depth func(r, i int) int, o Objective, noStack bool, grown int) {
+	run := func(name string, requests int, depth func(r, i int) int, o Objective) {
 		b.Run(name, func(b *testing.B) {
-			c, reqs := benchConsumerOf(b, requests, depth, noStack, grown)
+			c, reqs := benchConsumer(b, requests, depth)
 			probes := meanProbes(reqs, func(hs []routing.SeqHash) int {
 				s, _, _ := search(c, hs, o, 0)
 				return s.probes
@@ -184,19 +163,16 @@ func BenchmarkBest16Lanes64Blocks(b *testing.B) {
 		})
 	}
 	for _, bc := range queryCases {
-		run(bc.name, bc.requests, bc.depth, flat, false, 0)
+		run(bc.name, bc.requests, bc.depth, flat)
 	}
-	run("mixed-depths/4096-requests/spread", 4096, nil, spread, false, 0)
-	// Four lanes whose pools outgrew the default summary size: the stack
-	// holds the other twelve.
-	run("mixed-depths/4096-requests/four-grown", 4096, nil, flat, false, 4)
-	// The same lanes searched through their own filters only (as lanes
-	// of different geometries are).
-	for _, bc := range queryCases {
-		run(bc.name+"/no-stack", bc.requests, bc.depth, flat, true, 0)
-	}
-	run("mixed-depths/4096-requests/spread/no-stack", 4096, nil, spread, true, 0)
+	run("mixed-depths/4096-requests/at-distances", 4096, nil, atDistances)
 }
+
+// atDistances is the objective of lanes whose DCs are a round trip
+// further off each: lane dc-k's intercept is -10k.
+var atDistances = Objective{Slope: 3.2, Intercept: func(v LaneView) (float64, bool) {
+	return -10 * float64(v.Pool.DC[0]-'a'), true
+}}
 
 // meanProbes is the mean of probes over the first 256 requests.
 func meanProbes(reqs [][]routing.SeqHash, probes func([]routing.SeqHash) int) float64 {
@@ -239,7 +215,7 @@ func BenchmarkProbeCost(b *testing.B) {
 			c, reqs := benchConsumer(b, bc.requests, nil)
 			var fs []*filter.Cuckoo
 			for _, e := range c.lanes.Load().byDomain[domain] {
-				fs = append(fs, e.lane.f)
+				fs = append(fs, e.lane.f.(*filter.Cuckoo))
 			}
 			ps := make([]filter.Probe, 20*len(fs))
 			got := make([]uint64, len(ps))
@@ -278,7 +254,7 @@ func BenchmarkProbeCost(b *testing.B) {
 }
 
 // benchNoiseFloor times a fixed computation calibrated to take about as
-// long as the hot query's median, the same way: the spread between its
+// long as the hot query's median, the same way: the distance between its
 // p50 and p99 is what the machine adds to any computation of that length
 // (interrupts, the hypervisor, other tenants), against which the query's
 // own tail is judged.

@@ -39,12 +39,6 @@ type Config struct {
 	MaxSnapshotBytes uint64
 	// Seed seeds each lane's backoff jitter (lane i uses Seed + i).
 	Seed uint64
-	// NoStack turns off the transposed copy of each domain's filters that
-	// Best reads (stack.go). The copy doubles the memory of the lanes'
-	// filters (16 pools of the default size take 64 MiB more) and, at
-	// mixed depths out of cache, cuts a search's median by about 40% and
-	// its p99 by 35–45% (docs/benchmarks.md).
-	NoStack bool
 	// Now is the clock that stamps received messages, from which staleness
 	// is measured. Required: the process passes time.Now, tests a fake.
 	Now func() time.Time

@@ -87,7 +87,6 @@ func (c *Consumer) AddLane(pool producer.PoolID, client kvrpb.RelayClient) (*Lan
 	c.added++
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.lanes.Store(old.with(&laneEntry{lane: l, cancel: cancel}))
-	c.restackDomain(old.byDomain[pool.Domain], pool.Domain)
 	c.wg.Go(func() { l.run(ctx) })
 	return l, nil
 }
@@ -107,7 +106,6 @@ func (c *Consumer) RemoveLane(pool producer.PoolID) {
 		return false
 	})
 	c.lanes.Store(next)
-	c.restackDomain(old.byDomain[pool.Domain], pool.Domain)
 }
 
 // Close stops every lane and waits for their goroutines.
@@ -153,18 +151,16 @@ func (c *Consumer) Lanes(now time.Time) []LaneStatus {
 }
 
 // with returns a copy of s with e added, keeping each domain's lanes
-// sorted by DC and giving e's lane its domain's lock and stack (new ones
-// for the domain's first lane), but no column until the domain is
-// restacked. It runs before the lane's goroutine starts.
+// sorted by DC and giving e's lane its domain's lock (a new one for the
+// domain's first lane). It runs before the lane's goroutine starts.
 func (s *laneSet) with(e *laneEntry) *laneSet {
 	next := &laneSet{byDomain: maps(s.byDomain)}
 	d := e.lane.pool.Domain
 	if es := s.byDomain[d]; len(es) > 0 {
-		e.lane.mu, e.lane.ds = es[0].lane.mu, es[0].lane.ds
+		e.lane.mu = es[0].lane.mu
 	} else {
-		e.lane.mu, e.lane.ds = new(sync.RWMutex), new(domainStack)
+		e.lane.mu = new(sync.RWMutex)
 	}
-	e.lane.col = -1
 	es := append(slices.Clone(s.byDomain[d]), e)
 	slices.SortFunc(es, func(a, b *laneEntry) int { return cmp.Compare(a.lane.pool.DC, b.lane.pool.DC) })
 	next.byDomain[d] = es

@@ -1,13 +1,13 @@
 // Package consumer mirrors other DCs' pool summaries and answers cross-DC
-// prefix queries: one Lane per remote (dc, pool) keeps that pool's cuckoo
-// filter up to date over the publication protocol (relay/publish), and
+// prefix queries: one Lane per remote (dc, pool) keeps that pool's summary
+// (a cuckoo or Bloom filter) up to date over the publication protocol (relay/publish), and
 // Consumer.Query returns, for one cache domain, each DC's longest request
 // prefix that is probably present there.
 //
 // # Guarantees
 //
 //   - A lane's filter is always a consistent image the producer published:
-//     the snapshot, then deltas applied whole (filter.Cuckoo.Apply validates
+//     the snapshot, then deltas applied whole (filter.Summary.Apply validates
 //     before it writes) in contiguous order. Any error (gap, lag, producer
 //     change, corrupt payload, transport failure) ends the subscription and
 //     the lane resubscribes, which starts with a fresh snapshot; until then
@@ -22,42 +22,47 @@
 //     first k blocks of a request, the depth is at least k (property test);
 //     the depth always ends at a miss or at the request's end.
 //
+// # Glossary
+//
+//   - Lane: one remote DC pool's filter as this relay sees it, the
+//     mirror of that pool's summary kept current over one subscription,
+//     with the pool's load and the time it was last heard from. A lane is
+//     named by its PoolID (DC and cache domain); a query searches the
+//     lanes of one domain.
+//   - Depth: the number of leading blocks of a request a lane probably
+//     holds (its longest present prefix).
+//   - Probe: one filter lookup of one block in one lane's filter.
+//   - Gain: what the caller's Objective says a lane is worth at a depth,
+//     Slope×depth + Intercept; the intercept carries the round trip and
+//     load of the lane's DC. minGain is the gain a lane must exceed to be
+//     chosen at all (the local DC's own gain, for the gateway).
+//   - Candidate: a lane Best still considers, with the bracket [lo, hi]
+//     its depth is known to lie in; the leader is the candidate with the
+//     largest gain known so far.
+//   - Round: the probes Best issues together, one per candidate, read at
+//     once so that their cache misses overlap.
+//
 // # Two questions: every depth, or the best lane
 //
 // Query answers every lane's depth; the gateway's /v1/route/explain shows
-// them. Serving a request needs less: the one lane, if any, that beats the
-// local DC by the most under the gateway's formula, and its depth. Best
-// answers that, given the formula as an Objective (a gain linear in depth
-// at one slope for all lanes, plus a per-lane intercept for round trip and
-// load), and returns what BestOf over Query's results would (property
-// test). Its search (bestSearch) settles a lane that cannot beat the lead
-// with one probe at the depth it would need, and finds only the winner's
-// depth exactly, so a 16-lane request at mixed depths costs about 60
-// probes instead of about 180; it reads each round's probes together
-// (filter.HitAll) so that their cache misses overlap. Out of cache, where
-// the probes are most of a query's time, it is several times faster
-// (docs/benchmarks.md). The objective is the caller's; the consumer knows
-// nothing of the policy.
+// them. Serving a request needs less: the one lane, if any, whose gain
+// exceeds minGain by the most, and its depth. Best answers that, given
+// the gateway's formula as an Objective, and returns what BestOf over
+// Query's results would (property test). Its search (bestSearch) settles
+// a lane that cannot beat the leader with one probe at the depth it would
+// need, and finds only the winner's depth exactly, so a 16-lane request at
+// mixed depths costs about 60 probes instead of about 180; it reads each
+// round's probes together (filter.HitAll) so that their cache misses
+// overlap (a Bloom lane's probes are answered one by one: the library's k
+// bit reads cannot be split). Out of cache, where the probes are most of a
+// query's time, it is several times faster than Query (docs/benchmarks.md). The objective
+// is the caller's; the consumer knows nothing of the policy.
 //
-// # The stack: one domain's filters side by side
-//
-// Relays build every pool's summary with the same seed and default size,
-// so the lanes of a domain usually hold filters of one geometry, which
-// put a block in the same two buckets. The consumer keeps a second copy of
-// those filters, transposed (filter.Stack: bucket i of every lane side by
-// side), and Best reads it: one lookup of two rows tests a depth in every
-// stacked lane, where their own filters take two cache lines each, so
-// Best can probe every stacked lane at eight depths a round for less than
-// one depth each costs in their own filters. At the benchmark's mixed
-// depths that is 1.6 rounds of 14 lookups instead of seven rounds of 60
-// probes, and the search's p99 out of cache drops below 5 µs. The copy
-// doubles the memory of the stacked lanes' filters (64 MiB for 16 pools of
-// the default size); Config.NoStack turns it off. Lanes of another
-// geometry (a pool that grew, another kind) are searched in their own
-// filters, in the same rounds; the stack follows the geometry most ready
-// lanes share, and a domain where no two share one has none, nor has
-// the session summary's domain, which only Query reads. Query and the
-// verification of a lane that is not stacked read the lanes' own filters.
+// A transposed second copy of each domain's filters, searched with AVX2,
+// once took the cold p99 of Best from about 6 µs to about 4 µs, at twice
+// the filters' memory and about 700 lines; against the gateway's 47 µs
+// added latency and a WAN round trip of about 150 ms, that was not worth
+// keeping, and Best reads the lanes' own filters only.
 //
 // # How staleness is measured
 //
@@ -104,29 +109,11 @@
 // and page-granular copy-on-write needs access to the filter's words that
 // relay/filter does not expose.
 //
-// The stack is written under the same lock: a delta's images go to the
-// lane's column in the same critical section as to its filter, so a
-// stacked column always equals its filter when the lock is free. A
-// filter is copied into a column 32,768 buckets per hold of the lock
-// (about half a millisecond; a whole default filter takes about 7 ms,
-// BenchmarkStackLoad), and the lane is searched in its own filter until
-// the copy is whole; deltas that land meanwhile go to the column too. A
-// lane that joins the domain takes a free column of its stack (its filter
-// comes later, by a snapshot), and one that leaves frees its column:
-// neither copies the other lanes' filters. Only a lane that finds no free
-// column (the width is a power of two), a domain's first stack, a
-// geometry that more lanes now share, or a stack that fewer than two
-// lanes fit, rebuilds the stack, with one such copy per ready lane, made
-// by whoever caused the rebuild after it releases the lock; until then
-// the domain's queries read those lanes' own filters and never wait for
-// more than a chunk.
-//
 // # What it refuses to do
 //
 // It does not dial: the caller passes a kvrpb.RelayClient on a connection
 // it built (publish.DialOptions with its TLS credentials). It does not
 // weigh DCs itself (Best maximises the caller's objective; the gateway's
-// policy weighs depth, staleness and load), does not
-// mirror Bloom summaries, and does not read the clock except through
-// Config.Now.
+// policy weighs depth, staleness and load), and does not read the clock
+// except through Config.Now.
 package consumer

@@ -14,7 +14,7 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Lane mirrors one remote pool's filter. Its goroutine subscribes, applies
+// Lane mirrors one remote pool's summary (a cuckoo or Bloom filter). Its goroutine subscribes, applies
 // events in order and resubscribes with backoff after any error; queries
 // read it under a read lock. Until its first snapshot a lane is not ready;
 // after an error it keeps serving its last consistent image, and its
@@ -26,16 +26,9 @@ type Lane struct {
 	rng    *rand.Rand
 
 	// mu is shared by every lane of the pool's cache domain (laneSet.with
-	// sets it), so that a query takes one read lock for all of them; so
-	// is ds, the domain's stack, in which the lane owns column col and is
-	// stacked while that column mirrors f, and loading while f is being
-	// copied into it (stack.go).
+	// sets it), so that a query takes one read lock for all of them.
 	mu      *sync.RWMutex
-	ds      *domainStack
-	col     int
-	stacked bool
-	loading bool
-	f       *filter.Cuckoo
+	f       filter.Summary
 	epoch   uint64
 	seq     uint64
 	heard   time.Time
@@ -113,25 +106,19 @@ func (l *Lane) session(ctx context.Context) (synced bool, err error) {
 	}
 }
 
-// apply installs one validated event under the write lock; a snapshot's
-// copy into the domain's stack follows, in parts (loadColumns), and so do
-// the copies of a rebuild the snapshot caused.
+// apply installs one validated event under the write lock.
 func (l *Lane) apply(ev publish.Event) error {
 	now := l.cfg.Now()
-	var loads []columnLoad
-	gen := uint64(0)
 	l.mu.Lock()
 	switch ev.Kind {
 	case publish.EventSnapshot:
 		l.f, l.epoch, l.seq = ev.Filter, ev.Epoch, ev.Seq
-		loads, gen = l.snapshotted()
 		l.stats.Snapshots++
 	case publish.EventDelta:
 		if err := l.f.Apply(ev.Delta); err != nil {
 			l.mu.Unlock()
 			return fmt.Errorf("%w: seq %d: %w", ErrApply, ev.Seq, err)
 		}
-		l.delta(ev.Delta)
 		l.seq = ev.Seq
 		l.stats.Deltas++
 	case publish.EventHeartbeat:
@@ -141,7 +128,6 @@ func (l *Lane) apply(ev publish.Event) error {
 	l.stats.Bytes += uint64(ev.Bytes)
 	l.heard = now
 	l.mu.Unlock()
-	loadColumns(loads, gen)
 	if l.cfg.Observe != nil {
 		l.cfg.Observe(l.pool, ev, now)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // churn applies n batches storing and removing blocks on two ranks.
@@ -192,4 +193,81 @@ func TestProtocolCompactSummaries(t *testing.T) {
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// TestBestFollowsLanes: over the publication protocol, Best answers what
+// BestOf over Query does while lanes follow snapshots, deltas, a
+// resubscription after a gap, a pool that grows into a larger filter and
+// a lane's removal.
+func TestBestFollowsLanes(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(8, 1))
+	s := startServer(t, nil, nil, nil, nil)
+	c := newConsumer(t, nil)
+	req := chain(rng, 64)
+	var lanes []*Lane
+	ps := newProducers(t, s, c, &lanes, "dc-b", "dc-c", "dc-d")
+	for k, p := range ps {
+		_ = p.Apply(storeBatch(1, req[:20*(k+1)]...))
+		churn(t, p, rng, 3)
+	}
+	converged := func() {
+		for k, l := range lanes {
+			if l != nil {
+				waitConverged(t, l, ps[k])
+			}
+		}
+	}
+	converged()
+	checkBest(t, c, req, "dc-d", 60)
+
+	// A gap on dc-c's stream: it resubscribes with a fresh snapshot.
+	_, seq := ps[1].Epoch()
+	s.faults.dropSeq.Store(seq + 2)
+	churn(t, ps[1], rng, 4)
+	converged()
+	if l := lanes[1].Status(time.Now()); l.Snapshots < 2 {
+		t.Fatalf("dc-c status %+v: want a second snapshot", l)
+	}
+	checkBest(t, c, req, "dc-d", 60)
+
+	// dc-d's pool grows into a filter of twice the buckets.
+	if err := ps[2].Rebuild(1 << 18); err != nil {
+		t.Fatal(err)
+	}
+	churn(t, ps[2], rng, 2)
+	converged()
+	checkBest(t, c, req, "dc-d", 60)
+
+	c.RemoveLane(poolIn("dc-d"))
+	lanes[2] = nil
+	checkBest(t, c, req, "dc-c", 40)
+}
+
+// checkBest fails t unless Best over c's lanes answers what BestOf over
+// Query does for hs, which is dc at depth.
+func checkBest(t *testing.T, c *Consumer, hs []routing.SeqHash, dc string, depth int) {
+	t.Helper()
+	now := time.Now()
+	got, _, ok := c.Best(domain, hs, now, flat, 0)
+	want, _, _ := BestOf(c.Query(nil, domain, hs, now), flat, 0)
+	if !ok || got.Pool != want.Pool || got.Depth != want.Depth || got.Pool.DC != dc || got.Depth != depth {
+		t.Fatalf("Best = %v %+v, BestOf(Query) = %+v, want %s at %d", ok, got, want, dc, depth)
+	}
+}
+
+// newProducers registers a producer per DC on s and adds its lane to c.
+func newProducers(t *testing.T, s *server, c *Consumer, lanes *[]*Lane, dcs ...string) []*producer.Producer {
+	t.Helper()
+	var out []*producer.Producer
+	for k, dc := range dcs {
+		p := newProducer(t, poolIn(dc), 1<<17, uint64(20+k), 256)
+		s.srv.Register(p)
+		l, err := c.AddLane(poolIn(dc), s.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+		*lanes = append(*lanes, l)
+	}
+	return out
 }

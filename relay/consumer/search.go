@@ -38,14 +38,14 @@ import (
 // cache lines per cold query. The search is plain loops rather than a resumable state
 // machine (the shape the lockstep prototypes needed), which made a hot
 // 16-lane query about a third faster.
-func prefixDepth(f *filter.Cuckoo, hs []routing.SeqHash, window int) int {
+func prefixDepth(f filter.Summary, hs []routing.SeqHash, window int) int {
 	d, _ := prefixSearch(f, hs, window)
 	return d
 }
 
 // prefixSearch is prefixDepth that also counts its filter probes, for the
 // tests and benchmarks that compare searches.
-func prefixSearch(f *filter.Cuckoo, hs []routing.SeqHash, window int) (depth, probes int) {
+func prefixSearch(f filter.Summary, hs []routing.SeqHash, window int) (depth, probes int) {
 	n := len(hs)
 	if n == 0 {
 		return 0, 0

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
 )
@@ -19,15 +20,21 @@ import (
 // staleness), for a stream of 200 batches/s with 10 heartbeats/s, over
 // 3 s; halfway the subscriber is cut (lagged) and must resubscribe from a
 // snapshot, so the tail includes a recovery. Also reported: the lane's own
-// staleness (time since it last heard anything) sampled every 5 ms. Run
-// with -benchtime=1x.
+// staleness (time since it last heard anything) sampled every 5 ms. It
+// runs once per summary kind. Run with -benchtime=1x.
 func BenchmarkStaleness150msRTT(b *testing.B) {
-	for b.Loop() {
-		visible, sampled := stalenessRun(b, 75*time.Millisecond, 3*time.Second)
-		reportLatencies(b, visible)
-		slices.Sort(sampled)
-		b.ReportMetric(float64(sampled[len(sampled)*99/100].Milliseconds()), "lane-staleness-p99-ms")
-		b.ReportMetric(float64(len(visible)), "deltas")
+	for _, kind := range []filter.Kind{filter.KindCuckoo, filter.KindCuckooCompact, filter.KindBloom} {
+		b.Run("kind="+kind.String(), func(b *testing.B) {
+			testKind = kind
+			defer func() { testKind = filter.KindCuckoo }()
+			for b.Loop() {
+				visible, sampled := stalenessRun(b, 75*time.Millisecond, 3*time.Second)
+				reportLatencies(b, visible)
+				slices.Sort(sampled)
+				b.ReportMetric(float64(sampled[len(sampled)*99/100].Milliseconds()), "lane-staleness-p99-ms")
+				b.ReportMetric(float64(len(visible)), "deltas")
+			}
+		})
 	}
 }
 

@@ -16,11 +16,14 @@ const maxBloomHashes = 64
 
 // Bloom is a Bloom filter over block hashes on bits-and-blooms/bloom/v3.
 // It cannot delete: a producer rebuilds it from the exact set on rotation
-// (RefSet.Rebuild). It is not safe for concurrent use; read-only methods may
-// run concurrently while nothing adds.
+// (RefSet.Rebuild). Like a Cuckoo it ships changes as deltas
+// (bloom_delta.go), whose images are the words of its bit array that adds
+// changed. It is not safe for concurrent use; read-only methods may run
+// concurrently while nothing adds.
 type Bloom struct {
-	f *bloom.BloomFilter
-	n int
+	f       *bloom.BloomFilter
+	n       int
+	changes *changeLog // nil until TrackChanges
 }
 
 var (
@@ -63,6 +66,9 @@ func (b *Bloom) Kind() Kind { return KindBloom }
 // Add sets h's k bits. Adding a block twice counts it twice in Len.
 func (b *Bloom) Add(h routing.SeqHash) {
 	k := key(h)
+	if b.changes != nil {
+		b.noteWords(k[:])
+	}
 	b.f.Add(k[:])
 	b.n++
 }
@@ -143,17 +149,30 @@ func decodeBloomSummary(h header, body []byte) (Summary, error) {
 	return b, nil
 }
 
+// checkBloomGeometry validates the Bloom fields of a header: no seed or
+// fingerprint width, 1..maxBloomHashes hashes, 1..2^34 bits, a count that
+// fits an int32.
+func checkBloomGeometry(h header) error {
+	if h.seed != 0 || h.p0 != 0 || h.p1 == 0 || h.p1 > maxBloomHashes {
+		return fmt.Errorf("%w: bloom seed %#x, p0 %d, k %d", ErrCorrupt, h.seed, h.p0, h.p1)
+	}
+	if h.size == 0 || h.size > 64*maxFrameBuckets {
+		return fmt.Errorf("%w: bloom of %d bits", ErrCorrupt, h.size)
+	}
+	if h.count > math.MaxInt32 {
+		return fmt.Errorf("%w: entry count %d", ErrCorrupt, h.count)
+	}
+	return nil
+}
+
 // decodeBloom checks m, k and the body against each other: the body holds
 // exactly ceil(m/64) words and no bit at or above m is set.
 func decodeBloom(h header, body []byte) (*Bloom, error) {
-	if h.seed != 0 || h.p0 != 0 || h.p1 == 0 || h.p1 > maxBloomHashes {
-		return nil, fmt.Errorf("%w: bloom seed %#x, p0 %d, k %d", ErrCorrupt, h.seed, h.p0, h.p1)
+	if err := checkBloomGeometry(h); err != nil {
+		return nil, err
 	}
-	if h.size == 0 || h.size > uint64(len(body))*8 || (h.size+63)/64 != uint64(len(body))/8 || len(body)%8 != 0 {
+	if h.size > uint64(len(body))*8 || (h.size+63)/64 != uint64(len(body))/8 || len(body)%8 != 0 {
 		return nil, fmt.Errorf("%w: %d bits in a body of %d bytes", ErrCorrupt, h.size, len(body))
-	}
-	if h.count > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: entry count %d", ErrCorrupt, h.count)
 	}
 	words := make([]uint64, len(body)/8)
 	for i := range words {

@@ -11,9 +11,11 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+	b.TrackChanges()
 	b.Add(1)
 	seed, _ := b.MarshalBinary()
-	extraFuzzSeeds = append(extraFuzzSeeds, seed)
+	delta, _ := b.TakeChanges().MarshalBinary()
+	extraFuzzSeeds = append(extraFuzzSeeds, seed, delta)
 }
 
 func mustBloom(t *testing.T, capacity int, fp float64) *Bloom {

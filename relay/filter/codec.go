@@ -103,7 +103,7 @@ func decodeFrame(data []byte) (header, []byte, error) {
 
 // checkCuckooGeometry validates the cuckoo fields of a header.
 func checkCuckooGeometry(h header) error {
-	if !h.kind.HasDeltas() {
+	if !h.kind.IsCuckoo() {
 		return fmt.Errorf("%w: kind %v is not a cuckoo filter", ErrCorrupt, h.kind)
 	}
 	if uint(h.p0) != h.kind.fingerprintWidth() || h.p1 != slotsPerBucket {
@@ -152,7 +152,7 @@ func DecodeCuckoo(data []byte) (*Cuckoo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !h.kind.HasDeltas() || h.flags != 0 {
+	if !h.kind.IsCuckoo() || h.flags != 0 {
 		return nil, fmt.Errorf("%w: kind %v flags %#x, want a full cuckoo filter", ErrCorrupt, h.kind, h.flags)
 	}
 	return decodeCuckoo(h, body)

@@ -212,7 +212,7 @@ func TestKindHasDeltas(t *testing.T) {
 	}{
 		{name: "cuckoo", kind: KindCuckoo, want: true},
 		{name: "cuckoo-compact", kind: KindCuckooCompact, want: true},
-		{name: "bloom", kind: KindBloom},
+		{name: "bloom", kind: KindBloom, want: true},
 		{name: "unknown", kind: 9},
 	}
 	for _, tt := range tests {

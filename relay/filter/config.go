@@ -48,12 +48,19 @@ func ParseKind(name string) (Kind, error) {
 	return 0, fmt.Errorf("%w: unknown kind %q (cuckoo, cuckoo-compact or bloom)", ErrConfig, name)
 }
 
-// HasDeltas reports whether summaries of kind k are cuckoo filters, which
-// delete in place and ship changes as Delta (TrackChanges, TakeChanges,
-// Diff, Apply): true for KindCuckoo and KindCuckooCompact. A publisher of
-// deltas accepts exactly these kinds.
-func (k Kind) HasDeltas() bool {
+// IsCuckoo reports whether summaries of kind k are cuckoo filters:
+// KindCuckoo and KindCuckooCompact.
+func (k Kind) IsCuckoo() bool {
 	return k == KindCuckoo || k == KindCuckooCompact
+}
+
+// HasDeltas reports whether summaries of kind k ship changes as Delta
+// (TrackChanges, TakeChanges, Apply): every kind. A cuckoo delta carries
+// the images of changed buckets, inserts and deletes alike; a Bloom delta
+// the images of the bit array's words that inserts changed, since a Bloom
+// filter cannot delete.
+func (k Kind) HasDeltas() bool {
+	return k.IsCuckoo() || k == KindBloom
 }
 
 // fingerprintWidth returns the fingerprint bits of a cuckoo kind, 0 for
@@ -150,7 +157,7 @@ func (c *Config) EnsureDefaults() {
 // Validate reports the first invalid field, wrapped in ErrConfig.
 func (c Config) Validate() error {
 	switch {
-	case !c.Kind.HasDeltas() && c.Kind != KindBloom:
+	case !c.Kind.HasDeltas():
 		return fmt.Errorf("%w: unknown kind %d", ErrConfig, c.Kind)
 	case c.Capacity <= 0 || c.Capacity > maxCapacity:
 		return fmt.Errorf("%w: capacity %d outside 1..%d", ErrConfig, c.Capacity, maxCapacity)
@@ -160,7 +167,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: target load %v outside (0, %v]", ErrConfig, c.TargetLoad, MaxTargetLoad)
 	case !(c.BloomFPRate > 0 && c.BloomFPRate < 1):
 		return fmt.Errorf("%w: bloom false-positive rate %v outside (0, 1)", ErrConfig, c.BloomFPRate)
-	case c.Kind.HasDeltas() && c.cuckooBucketsNeeded() > maxFrameBuckets:
+	case c.Kind.IsCuckoo() && c.cuckooBucketsNeeded() > maxFrameBuckets:
 		return fmt.Errorf("%w: %d entries at load %v need more than %d buckets", ErrConfig, c.Capacity, c.TargetLoad, maxFrameBuckets)
 	case c.Kind == KindBloom && c.bloomBitsNeeded() > 64*maxFrameBuckets:
 		return fmt.Errorf("%w: %d entries at rate %v need more than %d bits", ErrConfig, c.Capacity, c.BloomFPRate, uint64(64*maxFrameBuckets))

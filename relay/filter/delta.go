@@ -11,21 +11,28 @@ import (
 // absolute images rather than operations makes applying a delta idempotent.
 // Word is the bucket's stored image: the 64-bit word of KindCuckoo, or the
 // canonical 48-bit semi-sorted code of KindCuckooCompact (high 16 bits 0).
+// In a Bloom delta Index names a 64-bit word of the bit array and Word is
+// its value.
 type BucketImage struct {
 	Index uint32
 	Word  uint64
 }
 
 // Delta carries the buckets that differ between two versions of one cuckoo
-// filter (same kind, seed and bucket count). Images are sorted by strictly
-// increasing Index; Count is the entry count of the newer version. A zero
-// Kind means KindCuckoo.
+// filter (same kind, seed and bucket count), or the words of the bit array
+// that differ between two versions of one Bloom filter (same bit count and
+// hash count). Images are sorted by strictly increasing Index; Count is the
+// entry count of the newer version. A zero Kind means KindCuckoo.
 type Delta struct {
-	Kind    Kind
+	Kind Kind
+	// Seed and Buckets are a cuckoo filter's geometry.
 	Seed    uint64
 	Buckets uint64
-	Count   int
-	Images  []BucketImage
+	// Bits (m) and Hashes (k) are a Bloom filter's.
+	Bits   uint64
+	Hashes int
+	Count  int
+	Images []BucketImage
 }
 
 // kind returns d's kind with the zero value resolved to KindCuckoo.
@@ -150,72 +157,121 @@ func (c *Cuckoo) TakeChanges() Delta {
 	return d
 }
 
-// imageLen returns the encoded size of one bucket image of kind k: index
-// u32, then the stored image (8 bytes, or 6 for the compact kind).
+// imageLen returns the encoded size of one image of kind k: index u32,
+// then the stored image (8 bytes, or 6 for the compact kind).
 func imageLen(k Kind) int { return 4 + k.bucketBytes() }
 
-// MarshalBinary encodes d: a frame of d's cuckoo kind with the delta flag
-// whose body is the image count (u32) followed by the images. A compact
-// delta holding a non-canonical image is refused with ErrCorrupt, since it
-// could not be decoded.
+// MarshalBinary encodes d: a frame of d's kind with the delta flag whose
+// body is the image count (u32) followed by the images. A compact delta
+// holding a non-canonical image is refused with ErrCorrupt, since it could
+// not be decoded.
 func (d Delta) MarshalBinary() ([]byte, error) {
-	kind := d.kind()
-	if !kind.HasDeltas() || d.Buckets < 2 || d.Buckets > maxBuckets || d.Buckets&(d.Buckets-1) != 0 || d.Count < 0 {
-		return nil, fmt.Errorf("%w: %v delta for %d buckets, count %d", ErrGeometry, kind, d.Buckets, d.Count)
+	h, err := d.frameHeader()
+	if err != nil {
+		return nil, err
 	}
-	size := imageLen(kind)
+	size := imageLen(h.kind)
 	if len(d.Images) > (1<<32-1-4)/size {
 		return nil, fmt.Errorf("%w: %d images exceed one frame", ErrUnsupported, len(d.Images))
 	}
 	for k := range d.Images {
-		if !validImage(kind, d.Images[k].Word) {
-			return nil, checkImage(kind, d.Buckets, d.Images, k)
+		if !validImage(h.kind, d.Images[k].Word) {
+			return nil, checkImage(h.kind, imageSlots(h), d.Images, k)
 		}
 	}
-	h := header{kind: kind, flags: flagDelta, seed: d.Seed, size: d.Buckets,
-		p0: uint8(kind.fingerprintWidth()), p1: slotsPerBucket, count: uint64(d.Count), bodyLen: uint32(4 + size*len(d.Images))}
+	h.bodyLen = uint32(4 + size*len(d.Images))
 	return encodeFrame(h, func(body []byte) {
 		binary.LittleEndian.PutUint32(body, uint32(len(d.Images)))
 		for k, im := range d.Images {
 			binary.LittleEndian.PutUint32(body[4+size*k:], im.Index)
-			putImage(kind, body[8+size*k:], im.Word)
+			putImage(h.kind, body[8+size*k:], im.Word)
 		}
 	}), nil
 }
 
-// DecodeDelta parses a delta of either cuckoo kind produced by
-// Delta.MarshalBinary, checking that indices are in range and strictly
-// increasing and that compact images are canonical.
+// frameHeader returns d's frame header without its body length, after
+// checking d's geometry.
+func (d Delta) frameHeader() (header, error) {
+	kind := d.kind()
+	if d.Count < 0 {
+		return header{}, fmt.Errorf("%w: %v delta with count %d", ErrGeometry, kind, d.Count)
+	}
+	if kind == KindBloom {
+		h := header{kind: kind, flags: flagDelta, size: d.Bits, p1: uint8(d.Hashes), count: uint64(d.Count)}
+		if d.Hashes < 1 || d.Hashes > maxBloomHashes || checkBloomGeometry(h) != nil {
+			return header{}, fmt.Errorf("%w: bloom delta for %d bits, %d hashes", ErrGeometry, d.Bits, d.Hashes)
+		}
+		return h, nil
+	}
+	if !kind.IsCuckoo() || d.Buckets < 2 || d.Buckets > maxBuckets || d.Buckets&(d.Buckets-1) != 0 {
+		return header{}, fmt.Errorf("%w: %v delta for %d buckets", ErrGeometry, kind, d.Buckets)
+	}
+	return header{kind: kind, flags: flagDelta, seed: d.Seed, size: d.Buckets,
+		p0: uint8(kind.fingerprintWidth()), p1: slotsPerBucket, count: uint64(d.Count)}, nil
+}
+
+// imageSlots is the number of images a filter of h's geometry has: its
+// buckets, or the 64-bit words of a Bloom filter's bit array.
+func imageSlots(h header) uint64 {
+	if h.kind == KindBloom {
+		return (h.size + 63) / 64
+	}
+	return h.size
+}
+
+// DecodeDelta parses a delta of any kind produced by Delta.MarshalBinary,
+// checking that indices are in range and strictly increasing, that compact
+// images are canonical and that a Bloom delta sets no bit past its bit
+// count.
 func DecodeDelta(data []byte) (Delta, error) {
 	h, body, err := decodeFrame(data)
 	if err != nil {
 		return Delta{}, err
 	}
 	if !h.kind.HasDeltas() || h.flags != flagDelta {
-		return Delta{}, fmt.Errorf("%w: kind %v flags %#x, want a cuckoo delta", ErrCorrupt, h.kind, h.flags)
+		return Delta{}, fmt.Errorf("%w: kind %v flags %#x, want a delta", ErrCorrupt, h.kind, h.flags)
 	}
-	if err := checkCuckooGeometry(h); err != nil {
+	if err := checkDeltaGeometry(h); err != nil {
 		return Delta{}, err
 	}
 	size := uint64(imageLen(h.kind))
 	if len(body) < 4 || uint64(len(body)-4) != uint64(binary.LittleEndian.Uint32(body))*size {
 		return Delta{}, fmt.Errorf("%w: delta body of %d bytes does not match its image count", ErrCorrupt, len(body))
 	}
-	if h.count > h.size*slotsPerBucket {
-		return Delta{}, fmt.Errorf("%w: count %d exceeds %d slots", ErrCorrupt, h.count, h.size*slotsPerBucket)
-	}
 	return decodeImages(h, body[4:])
+}
+
+// checkDeltaGeometry validates a delta header's geometry and entry count.
+func checkDeltaGeometry(h header) error {
+	if h.kind == KindBloom {
+		return checkBloomGeometry(h)
+	}
+	if err := checkCuckooGeometry(h); err != nil {
+		return err
+	}
+	if h.count > h.size*slotsPerBucket {
+		return fmt.Errorf("%w: count %d exceeds %d slots", ErrCorrupt, h.count, h.size*slotsPerBucket)
+	}
+	return nil
 }
 
 // decodeImages reads and validates the images of a delta body.
 func decodeImages(h header, raw []byte) (Delta, error) {
 	size := imageLen(h.kind)
-	d := Delta{Kind: h.kind, Seed: h.seed, Buckets: h.size, Count: int(h.count), Images: make([]BucketImage, len(raw)/size)}
+	d := Delta{Kind: h.kind, Count: int(h.count), Images: make([]BucketImage, len(raw)/size)}
+	if h.kind == KindBloom {
+		d.Bits, d.Hashes = h.size, int(h.p1)
+	} else {
+		d.Seed, d.Buckets = h.seed, h.size
+	}
 	for k := range d.Images {
 		d.Images[k] = BucketImage{Index: binary.LittleEndian.Uint32(raw[size*k:]), Word: readImage(h.kind, raw[size*k+4:])}
-		if err := checkImage(h.kind, h.size, d.Images, k); err != nil {
+		if err := checkImage(h.kind, imageSlots(h), d.Images, k); err != nil {
 			return Delta{}, err
 		}
+	}
+	if h.kind == KindBloom {
+		return d, checkBloomTail(h.size, d.Images)
 	}
 	return d, nil
 }

@@ -30,6 +30,8 @@
 // Both layouts share all of that code: algorithms see a bucket as one
 // logical uint64 of four 16-bit lanes searched with SWAR (broadcast XOR,
 // zero-lane test), and only reading and writing a bucket differ (layout.go).
+// A lane here is a 16-bit field of that word, one fingerprint slot; it is
+// unrelated to the consumer's lanes (remote pools, relay/consumer).
 //
 //   - KindCuckoo, f = 16: the logical word is stored as is, 8 bytes per
 //     bucket.
@@ -156,8 +158,13 @@
 // Bloom: simpler, never refuses an insert (it degrades gracefully past its
 // capacity), any rate is a sizing choice, and a rebuild is a cheap linear
 // pass. It cannot delete, so removed blocks stay as extra false positives
-// (RefSet.Stale) until the owner rotates it with RefSet.Rebuild, and it has
-// no deltas. Prefer it for pools whose block set churns little.
+// (RefSet.Stale) until the owner rotates it with RefSet.Rebuild, which a
+// subscriber must fetch as a whole snapshot; its deltas carry only what
+// inserts set, one word image per set bit's word (about k words per
+// block, against one or two buckets for a cuckoo insert), and lookups are
+// k bit reads. Prefer it for pools whose block set churns little: under
+// churn the rebuilds' snapshots dominate its WAN cost (docs/benchmarks.md;
+// relay/producer/bloom.go has the rebuild rule).
 //
 // # Wire encoding and deltas
 //
@@ -170,33 +177,12 @@
 // bucket images (12 bytes each on the wire, 10 for the compact kind),
 // which Apply installs after validating all of it; a delta whose declared
 // entry count does not match is refused with ErrBase, the signal to fetch a
-// fresh snapshot. Kind.HasDeltas reports the kinds that have deltas (both
-// cuckoo layouts); DecodeCuckoo, DecodeDelta and Apply accept either. Rebuilds
-// change the layout (RefSet.Generation) and always require a full snapshot.
-//
-// # Stacks
-//
-// A Stack is a read replica of up to 16 cuckoo filters of one geometry
-// (kind, seed, bucket count), transposed: row i holds bucket i of every
-// member. Filters of one geometry place a block in the same two buckets
-// with the same fingerprint, so Stack.Hits tests a block in all members by
-// reading two rows (four cache lines for 16 members) where the members
-// take two lines each. The consumer keeps one per cache domain for its
-// best-lane search. Rows hold logical bucket words, so both cuckoo kinds
-// stack; the owner keeps each column equal to its filter (Load, LoadRange,
-// then the Apply of every delta the filter accepted), and the Stack does
-// not check it.
-//
-// On amd64 with AVX2, Hits compares rows in assembly (stack_amd64.s): 16
-// fingerprint lanes per instruction, with the rows of every probe
-// prefetched first. The portable loop takes a dozen operations per word
-// and a call per probe, which in a profile of the consumer's search was
-// the largest part of a stack lookup. With the kernel a probe costs about
-// a third of the loop's in cache and two thirds out of it
-// (BenchmarkStackHits runs both). Go has no portable vector operations outside an experiment,
-// so the kernel is hand-written; the purego build tag, a race build (the
-// race detector cannot see reads in assembly) or a machine without AVX2
-// selects the portable loop, and the tests check one against the other.
+// fresh snapshot. A Bloom filter's change log and deltas work the same way
+// over the 64-bit words of its bit array (bloom_delta.go, 12 bytes per
+// word on the wire), with only the words inserts set, since it cannot
+// delete. Every kind has deltas (Kind.HasDeltas); Kind.IsCuckoo names the
+// cuckoo layouts. Rebuilds change the layout (RefSet.Generation) and
+// always require a full snapshot.
 //
 // # What it refuses to do
 //
@@ -209,7 +195,7 @@
 // No type in this package is safe for concurrent use. A RefSet and its
 // summary belong to one owner, the pool's producer, which serialises every
 // call. Read-only methods (Contains, ContainsPrefix, LocateInto, Len,
-// MarshalBinary, Diff), HitAll and Stack.Hits may run concurrently with
-// each other while nothing mutates the filter or stack; a consumer that
-// applies deltas while serving queries must guard both itself.
+// MarshalBinary, Diff) and HitAll may run concurrently with each other
+// while nothing mutates the filter; a consumer that applies deltas while
+// serving queries must guard it itself.
 package filter

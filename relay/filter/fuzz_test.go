@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/bits-and-blooms/bloom/v3"
 )
 
 // fuzzSeeds returns valid encodings of a full filter and of a delta of
@@ -112,6 +114,10 @@ func checkDecodeDelta(t *testing.T, data []byte) {
 	if err != nil || !bytes.Equal(again, data) {
 		t.Fatalf("accepted delta does not re-encode to itself: %v", err)
 	}
+	if d.Kind == KindBloom {
+		checkApplyBloomDelta(t, d)
+		return
+	}
 	if d.Buckets > 1<<16 {
 		return
 	}
@@ -122,5 +128,18 @@ func checkDecodeDelta(t *testing.T, data []byte) {
 		t.Fatalf("applied delta left %d entries, declared %d", c.Len(), d.Count)
 	case err != nil && (c.Len() != 0 || slices.ContainsFunc(storage(c), func(b byte) bool { return b != 0 })):
 		t.Fatalf("refused delta changed the filter: %v", err)
+	}
+}
+
+// checkApplyBloomDelta applies an accepted Bloom delta to an empty filter
+// of its geometry: it is accepted whole (an empty filter's count is 0, and
+// the decoder checked everything else).
+func checkApplyBloomDelta(t *testing.T, d Delta) {
+	if d.Bits > 1<<20 {
+		return
+	}
+	b := &Bloom{f: bloom.New(uint(d.Bits), uint(d.Hashes))}
+	if err := b.Apply(d); err != nil || b.Len() != d.Count {
+		t.Fatalf("decoded bloom delta refused (%v) or count %d, declared %d", err, b.Len(), d.Count)
 	}
 }

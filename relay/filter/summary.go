@@ -7,10 +7,10 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// Summary is the read side shared by both filter kinds: what a consumer
-// needs to search prefixes and what a producer needs to ship the filter.
-// Implementations are not safe for concurrent mutation; their read methods
-// are safe to call concurrently while nothing mutates them.
+// Summary is what every filter kind offers: what a consumer needs to
+// search prefixes and follow deltas, and what a producer needs to ship the
+// filter. Implementations are not safe for concurrent mutation; their read
+// methods are safe to call concurrently while nothing mutates them.
 type Summary interface {
 	// Kind names the implementation.
 	Kind() Kind
@@ -29,6 +29,13 @@ type Summary interface {
 	// MarshalBinary encodes the filter in the package's versioned,
 	// checksummed format; Decode reverses it.
 	MarshalBinary() ([]byte, error)
+	// TrackChanges starts the change log that TakeChanges empties into a
+	// Delta of the changes since the previous call.
+	TrackChanges()
+	TakeChanges() Delta
+	// Apply installs a delta of the filter's kind and geometry whole, or
+	// refuses it whole.
+	Apply(d Delta) error
 }
 
 // mutableSummary is what a RefSet drives: the read side plus an insert and

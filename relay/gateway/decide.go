@@ -33,7 +33,7 @@ func (g *Gateway) decide(r *oaiedge.Request, now time.Time, sc *scratch) Choice 
 		return ch
 	}
 	o := consumer.Objective{Slope: p.slope(bs), Intercept: g.intercept}
-	if r, _, ok := g.cfg.RemoteIndex.Best(dom, sc.hashes, now, o, p.bar(ch.Local)); ok {
+	if r, _, ok := g.cfg.RemoteIndex.Best(dom, sc.hashes, now, o, p.minGain(ch.Local)); ok {
 		ch.Best, ch.Remote = p.remote(r, bs, g.remoteRTT), true
 		g.metrics.ForwardDepth.Observe(float64(r.Depth))
 	}

@@ -32,7 +32,7 @@
 // does not ask for every remote depth: it hands the formula to
 // RemoteIndex.Best as a consumer.Objective (the benefit is linear in depth
 // with the same slope, block_size × PrefillCostPerTokenMs, in every DC)
-// with the local benefit plus MinAdvantageMs as the bar, and gets the
+// with the local benefit plus MinAdvantageMs as the minimum gain, and gets the
 // winning lane, which probes a fraction of the filter positions a full
 // query does. /v1/route/explain runs the full query and Policy.Choose,
 // the same decision over every depth, so that operators see them all. A

@@ -329,11 +329,11 @@ func postHandler(t *testing.T, g *Gateway, path, body string, hdr map[string]str
 // view points into the results, which therefore live on the heap: they
 // are recycled, so that the decision benchmark counts the gateway's
 // allocations only.
-func (f *fakeRemote) Best(d producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, bar float64) (consumer.Result, float64, bool) {
+func (f *fakeRemote) Best(d producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, minGain float64) (consumer.Result, float64, bool) {
 	buf := resultBufs.Get().(*[]consumer.Result)
 	defer resultBufs.Put(buf)
 	*buf = f.Query((*buf)[:0], d, hs, now)
-	return consumer.BestOf(*buf, o, bar)
+	return consumer.BestOf(*buf, o, minGain)
 }
 
 // resultBufs recycles fakeRemote.Best's results.

@@ -21,10 +21,10 @@ type LocalIndex interface {
 type RemoteIndex interface {
 	// Query returns every remote lane's depth (for /v1/route/explain).
 	Query(dst []consumer.Result, domain producer.Domain, hs []routing.SeqHash, now time.Time) []consumer.Result
-	// Best returns the lane that gains most under o above bar, which is
+	// Best returns the lane that gains most under o above minGain, which is
 	// consumer.BestOf over Query's results (the serving path's question,
 	// answered with fewer probes).
-	Best(domain producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, bar float64) (consumer.Result, float64, bool)
+	Best(domain producer.Domain, hs []routing.SeqHash, now time.Time, o consumer.Objective, minGain float64) (consumer.Result, float64, bool)
 }
 
 // SessionLocator answers whether a session is bound in another DC, and

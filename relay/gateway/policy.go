@@ -125,7 +125,7 @@ func (p Policy) Choose(local Candidate, remotes []consumer.Result, blockSize int
 	if p.LocalOnly {
 		return ch
 	}
-	if r, _, ok := consumer.BestOf(remotes, p.objective(blockSize, rtt), p.bar(ch.Local)); ok {
+	if r, _, ok := consumer.BestOf(remotes, p.objective(blockSize, rtt), p.minGain(ch.Local)); ok {
 		ch.Best, ch.Remote = p.remote(r, blockSize, rtt), true
 	}
 	return ch
@@ -139,8 +139,8 @@ func (p Policy) local(local Candidate, blockSize int) Choice {
 	return Choice{Best: local, Local: local}
 }
 
-// bar is the benefit a remote DC must exceed to win over local.
-func (p Policy) bar(local Candidate) float64 { return local.Benefit + p.MinAdvantageMs }
+// minGain is the benefit a remote DC must exceed to win over local.
+func (p Policy) minGain(local Candidate) float64 { return local.Benefit + p.MinAdvantageMs }
 
 // objective is the formula as a consumer.Objective: one block saves
 // blockSize × PrefillCostPerTokenMs in every DC, and a remote DC's

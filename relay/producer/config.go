@@ -21,14 +21,22 @@ const (
 	// into a filter twice as large. Inserts start failing near 95%; 0.92
 	// rebuilds before omissions become likely.
 	DefaultGrowLoad = 0.92
+	// DefaultBloomRebuildShare is the share of a Bloom summary's entries
+	// that may be removed blocks (set bits the filter cannot clear) before
+	// the producer rebuilds it from the exact set. A removed block reads
+	// as present for certain, and it is one requests may well ask for
+	// again; at 0.25 at most a quarter of what the filter claims is gone,
+	// and a pool whose blocks turn over once a minute is re-sent as a
+	// snapshot about every 20 seconds. A lower share costs more snapshots,
+	// a higher one more wrongly claimed prefixes (bloom.go).
+	DefaultBloomRebuildShare = 0.25
 )
 
-// Config configures a Producer. Filter sizes the cuckoo summary; the zero
-// value of every other field takes its default.
+// Config configures a Producer. Filter sizes the summary; the zero value
+// of every other field takes its default.
 type Config struct {
-	// Filter sizes the summary. Kind must be a cuckoo kind
-	// (filter.KindCuckoo, filter.KindCuckooCompact, or zero for the
-	// former): only cuckoo filters have deltas.
+	// Filter selects and sizes the summary: filter.KindCuckoo (or zero),
+	// filter.KindCuckooCompact or filter.KindBloom.
 	Filter filter.Config
 	// QueueLen is each subscriber's queue length in updates.
 	QueueLen int
@@ -36,8 +44,13 @@ type Config struct {
 	// feed with ErrResync.
 	MaxDeltaBytes int
 	// GrowLoad is the load factor that triggers a rebuild at twice the
-	// capacity (which changes the epoch). 1 or more disables growth.
+	// capacity (which changes the epoch). 1 or more disables growth. A
+	// Bloom summary's load counts its stale entries too.
 	GrowLoad float64
+	// BloomRebuildShare is the share of a Bloom summary's entries that
+	// may be stale (removed from the pool, still set in the filter)
+	// before it is rebuilt from the exact set (0 < share < 1).
+	BloomRebuildShare float64
 }
 
 // EnsureDefaults fills every zero field with its default.
@@ -52,6 +65,9 @@ func (c *Config) EnsureDefaults() {
 	if c.GrowLoad == 0 {
 		c.GrowLoad = DefaultGrowLoad
 	}
+	if c.BloomRebuildShare == 0 {
+		c.BloomRebuildShare = DefaultBloomRebuildShare
+	}
 }
 
 // Validate reports the first invalid field, wrapped in ErrConfig.
@@ -60,14 +76,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {
-	case !c.Filter.Kind.HasDeltas():
-		return fmt.Errorf("%w: kind %v has no deltas; the producer publishes cuckoo filters", ErrConfig, c.Filter.Kind)
 	case c.QueueLen < 1:
 		return fmt.Errorf("%w: queue length %d", ErrConfig, c.QueueLen)
 	case c.MaxDeltaBytes < 1024:
 		return fmt.Errorf("%w: max delta bytes %d below 1024", ErrConfig, c.MaxDeltaBytes)
 	case c.GrowLoad <= 0.5:
 		return fmt.Errorf("%w: grow load %v at or below 0.5", ErrConfig, c.GrowLoad)
+	case !(c.BloomRebuildShare > 0 && c.BloomRebuildShare < 1):
+		return fmt.Errorf("%w: bloom rebuild share %v outside (0, 1)", ErrConfig, c.BloomRebuildShare)
 	}
 	return nil
 }

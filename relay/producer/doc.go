@@ -1,6 +1,7 @@
 // Package producer keeps one pool's summary for publication to other DCs:
 // the exact, reference-counted block ownership of the pool's engine ranks,
-// the cuckoo filter in front of it, dirty-bucket tracking, and the
+// the filter in front of it (either cuckoo layout, or Bloom), dirty-bucket
+// tracking, and the
 // publication state (epoch, contiguous sequence numbers, subscriber feeds
 // with bounded queues, heartbeats carrying pool load).
 //
@@ -47,10 +48,15 @@
 //   - No false negatives are published: an insert that runs out of kicks is
 //     recorded as omitted, and Apply then rebuilds into a filter twice as
 //     large (a new epoch) before anything is published.
-//   - Publication: each batch that changes at least one bucket becomes one
-//     delta of absolute bucket images with seq = previous + 1. A feed's
+//   - Publication: each batch that changes at least one bucket (or Bloom
+//     word) becomes one delta of absolute images with seq = previous + 1. A feed's
 //     snapshot at (epoch, seq) plus its deltas in order reproduce the
 //     producer's filter byte for byte (MarshalBinary).
+//   - Bloom summaries: a removal changes no bit and publishes nothing; the
+//     removed block stays claimed until the filter is rebuilt from the
+//     exact set, after the batch that makes removed blocks reach
+//     Config.BloomRebuildShare of its entries or its load pass GrowLoad
+//     (bloom.go says why a share and not a period).
 //   - Epochs: a fresh non-zero epoch is drawn at New, at every rebuild and
 //     when a publication is too large to ship; each starts seq at 0 and
 //     ends every feed (ErrProducerChanged or ErrResync). A restarted
@@ -71,7 +77,7 @@
 //
 // # What it refuses to do
 //
-// It publishes cuckoo filters only (Bloom filters have no deltas), refuses
+// It does not delete from a Bloom summary (it rebuilds it), refuses
 // a batch with an invalid change (a replacing batch holds Stored changes
 // only) or a non-increasing index as a whole, and
 // does no I/O and reads no clock: heartbeats happen when the owner calls

@@ -83,11 +83,14 @@ func (p *Producer) Subscribe() (*Feed, error) {
 	return f, nil
 }
 
-// publish turns the buckets changed since the last publication into one
-// delta, assigns it the next seq and queues it on every feed.
+// publish turns the buckets (or Bloom words) changed since the last
+// publication into one delta, assigns it the next seq and queues it on every feed.
 func (p *Producer) publish() {
-	d := p.cuckoo.TakeChanges()
-	if len(d.Images) == 0 {
+	d := p.summary.TakeChanges()
+	// A Bloom insert whose bits were all set already changes no word but
+	// the entry count, which the encoding carries: it is published too,
+	// so that a subscriber's copy stays byte-equal.
+	if len(d.Images) == 0 && d.Count == p.count {
 		return
 	}
 	data, err := d.MarshalBinary()
@@ -100,6 +103,7 @@ func (p *Producer) publish() {
 		return
 	}
 	p.seq++
+	p.count = d.Count
 	p.stats.Deltas++
 	p.stats.DeltaBytes += uint64(len(data))
 	p.stats.DeltaImages += uint64(len(d.Images))

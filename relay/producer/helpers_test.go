@@ -25,13 +25,13 @@ func newTestProducer(t testing.TB, capacity, queue int) *Producer {
 // mirror is a subscriber's copy of the filter, built from a feed.
 type mirror struct {
 	epoch, seq uint64
-	c          *filter.Cuckoo
+	c          filter.Summary
 }
 
 // newMirror decodes a feed's snapshot.
 func newMirror(t tb, f *Feed) *mirror {
 	t.Helper()
-	c, err := filter.DecodeCuckoo(f.Snapshot)
+	c, err := filter.Decode(f.Snapshot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Producer keeps one pool's exact, reference-counted block ownership, the
-// cuckoo summary in front of it, and the publication state: epoch, sequence
+// summary in front of it, and the publication state: epoch, sequence
 // numbers and the subscriber feeds. All methods are safe for concurrent use;
 // one mutex serialises them, so a subscription's snapshot and the deltas
 // after it are always consistent.
@@ -22,10 +22,11 @@ type Producer struct {
 	pool      PoolID
 	rng       *rand.Rand
 	refs      *filter.RefSet
-	cuckoo    *filter.Cuckoo
+	summary   filter.Summary
 	owners    map[routing.Worker]map[routing.SeqHash]struct{}
 	epoch     uint64
 	seq       uint64
+	count     int // the entry count the last publication declared
 	lastIndex uint64
 	load      Load
 	feeds     map[*Feed]struct{}
@@ -75,9 +76,10 @@ func (p *Producer) startEpoch() {
 		p.epoch = p.rng.Uint64()
 	}
 	p.seq = 0
-	p.cuckoo = p.refs.Summary().(*filter.Cuckoo)
-	p.cuckoo.TrackChanges()
-	p.cuckoo.TakeChanges()
+	p.summary = p.refs.Summary()
+	p.count = p.summary.Len()
+	p.summary.TrackChanges()
+	p.summary.TakeChanges()
 }
 
 // Run applies and publishes every batch src delivers until ctx ends, src
@@ -100,7 +102,9 @@ func (p *Producer) Run(ctx context.Context, src Source) error {
 // (no delta when no bucket changed). A replacing batch (Batch.Replace)
 // applies only its difference from the held ownership. A batch with an invalid change or a
 // stale index is refused whole. Filter capacity problems never fail a
-// batch: the producer grows the filter, which starts a new epoch.
+// batch: the producer grows the filter, and rebuilds a Bloom filter whose
+// removed blocks pass Config.BloomRebuildShare (bloom.go); either starts
+// a new epoch.
 func (p *Producer) Apply(b Batch) error {
 	if err := b.validate(); err != nil {
 		return err
@@ -128,16 +132,32 @@ func (p *Producer) Apply(b Batch) error {
 		}
 		p.stats.Events += uint64(b.events())
 	}
-	if p.needsGrowth() {
-		return p.rebuild(2 * max(p.refs.Capacity(), p.refs.Len()))
+	if capacity, ok := p.needsRebuild(); ok {
+		return p.rebuild(capacity)
 	}
 	p.publish()
 	return nil
 }
 
-// needsGrowth reports whether the summary omits blocks or is too full.
-func (p *Producer) needsGrowth() bool {
-	return p.refs.Omitted() > 0 || p.cuckoo.LoadFactor() > p.cfg.GrowLoad
+// needsRebuild reports whether the summary must be rebuilt before it is
+// published, and at which capacity: a cuckoo summary that omits blocks or
+// is too full grows to twice its size; a Bloom summary is rebuilt by
+// bloomRebuild's rule.
+func (p *Producer) needsRebuild() (capacity int, ok bool) {
+	if p.summary.Kind() == filter.KindBloom {
+		return p.bloomRebuild()
+	}
+	return 2 * max(p.refs.Capacity(), p.refs.Len()), p.refs.Omitted() > 0 || p.loadFactor() > p.cfg.GrowLoad
+}
+
+// loadFactor is the summary's load: a cuckoo filter's slot occupancy, or
+// the entries a Bloom filter's bits hold, stale ones included, over the
+// capacity it was sized for.
+func (p *Producer) loadFactor() float64 {
+	if c, ok := p.summary.(*filter.Cuckoo); ok {
+		return c.LoadFactor()
+	}
+	return float64(p.refs.Len()+p.refs.Stale()) / float64(p.refs.Capacity())
 }
 
 // Rebuild replaces the summary by one sized for capacity (0 keeps the
@@ -198,7 +218,7 @@ func (p *Producer) snapshot() ([]byte, error) {
 	if p.snap.data != nil && p.snap.epoch == p.epoch && p.snap.seq == p.seq {
 		return p.snap.data, nil
 	}
-	data, err := p.cuckoo.MarshalBinary()
+	data, err := p.summary.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}

@@ -231,7 +231,7 @@ func TestValidation(t *testing.T) {
 	}{
 		{name: "no dc", pool: PoolID{Domain: testPool.Domain}, cfg: Config{Filter: filter.Config{Capacity: 10}}, want: ErrInvalidPool},
 		{name: "no block size", pool: PoolID{DC: "a", Domain: Domain{Model: "m", HashScheme: "x"}}, cfg: Config{Filter: filter.Config{Capacity: 10}}, want: ErrInvalidPool},
-		{name: "bloom", pool: testPool, cfg: Config{Filter: filter.Config{Capacity: 10, Kind: filter.KindBloom}}, want: ErrConfig},
+		{name: "bloom rebuild share", pool: testPool, cfg: Config{Filter: filter.Config{Capacity: 10, Kind: filter.KindBloom}, BloomRebuildShare: 1}, want: ErrConfig},
 		{name: "no capacity", pool: testPool, cfg: Config{}, want: ErrConfig},
 	}
 	for _, tt := range tests {

@@ -67,7 +67,8 @@ func (m model) refs() map[routing.SeqHash]int {
 // ends converges byte for byte.
 func TestPropertyNoFalseNegativesAndConvergence(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		p, err := New(testPool, Config{Filter: filter.Config{Capacity: 32, Seed: 9}, QueueLen: 4},
+		kind := rapid.SampledFrom([]filter.Kind{filter.KindCuckoo, filter.KindCuckooCompact, filter.KindBloom}).Draw(t, "kind")
+		p, err := New(testPool, Config{Filter: filter.Config{Kind: kind, Capacity: 32, Seed: 9}, QueueLen: 4},
 			rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1)))
 		if err != nil {
 			t.Fatal(err)

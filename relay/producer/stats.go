@@ -1,5 +1,7 @@
 package producer
 
+import "github.com/kvrouter/kvrouter/relay/filter"
+
 // Stats are the producer's counters since it was created. Counters only
 // grow except the gauges, which are marked.
 type Stats struct {
@@ -11,8 +13,14 @@ type Stats struct {
 	// Omitted is the number of held blocks missing from the summary
 	// (gauge; non-zero only between a failed insert and the rebuild).
 	Omitted int
-	// Buckets and LoadFactor describe the summary (gauges).
-	Buckets    int
+	// Stale is the number of removed blocks a Bloom summary still holds
+	// (gauge; 0 for cuckoo summaries, which delete).
+	Stale int
+	// Kind, SizeBytes and LoadFactor describe the summary (gauges); the
+	// load of a Bloom summary is its entries, stale ones included, over
+	// the capacity it was sized for.
+	Kind       filter.Kind
+	SizeBytes  int
 	LoadFactor float64
 	// Subscribers is the number of live feeds (gauge).
 	Subscribers int
@@ -44,7 +52,8 @@ func (p *Producer) Stats() Stats {
 	s.Epoch, s.Seq = p.epoch, p.seq
 	s.Ranks, s.Blocks = len(p.owners), p.refs.Len()
 	s.Omitted = p.refs.Omitted()
-	s.Buckets, s.LoadFactor = p.cuckoo.Buckets(), p.cuckoo.LoadFactor()
+	s.Stale = p.refs.Stale()
+	s.Kind, s.SizeBytes, s.LoadFactor = p.summary.Kind(), p.summary.SizeBytes(), p.loadFactor()
 	s.Subscribers = len(p.feeds)
 	return s
 }

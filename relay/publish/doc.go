@@ -6,10 +6,11 @@
 //
 // # Stream
 //
-// Subscribe(pool) answers with a barrier snapshot of the pool's cuckoo
-// filter, tagged (epoch, seq) and split into chunks of at most ChunkBytes
-// (default 1 MiB, under gRPC's default 4 MiB message limit); then deltas
-// carrying absolute images of changed buckets with seq = previous + 1;
+// Subscribe(pool) answers with a barrier snapshot of the pool's summary
+// (a cuckoo or Bloom filter, relay/filter), tagged (epoch, seq) and split
+// into chunks of at most ChunkBytes (default 1 MiB, under gRPC's default
+// 4 MiB message limit); then deltas carrying absolute images of changed
+// buckets (or Bloom words) with seq = previous + 1;
 // then, interleaved, heartbeats with the pool's load and the producer's seq
 // at the time they were queued. Every message repeats the contract marker
 // "KVR1" and protocol version 1.
@@ -43,8 +44,7 @@
 //
 // Version 1 does not resume a stream from a seq (the request's last epoch
 // and seq are informational): a reconnect costs one snapshot, which is the
-// simple, always-correct path. It does not publish Bloom summaries, does
-// not dial or listen (the owner builds the grpc.Server and ClientConn with
+// simple, always-correct path. It does not dial or listen (the owner builds the grpc.Server and ClientConn with
 // ServerOptions and DialOptions, choosing TLS through credentials), and
 // does not read the clock: the owner calls Beat or Run.
 //

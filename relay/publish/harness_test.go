@@ -32,12 +32,12 @@ func newProducer(t testing.TB, seed uint64, queue int) *producer.Producer {
 
 // serve starts srv on a bufconn listener with the given interceptor (nil
 // for none) and returns a client; both stop at cleanup.
-func serve(t testing.TB, srv *Server, icpt grpc.StreamServerInterceptor) kvrpb.RelayClient {
+func serve(t testing.TB, srv *Server, interceptor grpc.StreamServerInterceptor) kvrpb.RelayClient {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	opts := ServerOptions(nil)
-	if icpt != nil {
-		opts = append(opts, grpc.StreamInterceptor(icpt))
+	if interceptor != nil {
+		opts = append(opts, grpc.StreamInterceptor(interceptor))
 	}
 	gs := grpc.NewServer(opts...)
 	kvrpb.RegisterRelayServer(gs, srv)

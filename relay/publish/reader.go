@@ -19,8 +19,8 @@ type EventKind uint8
 
 // The event kinds.
 const (
-	// EventSnapshot: Filter is a complete filter at (Epoch, Seq); it
-	// replaces whatever the subscriber had.
+	// EventSnapshot: Filter is a complete summary (a cuckoo or Bloom
+	// filter) at (Epoch, Seq); it replaces whatever the subscriber had.
 	EventSnapshot EventKind = iota + 1
 	// EventDelta: Delta extends the filter from Seq-1 to Seq.
 	EventDelta
@@ -32,7 +32,7 @@ const (
 type Event struct {
 	Kind       EventKind
 	Epoch, Seq uint64
-	Filter     *filter.Cuckoo
+	Filter     filter.Summary
 	Delta      filter.Delta
 	Load       producer.Load
 	Entries    uint64
@@ -119,7 +119,7 @@ func (r *reader) finishSnapshot() (Event, bool, error) {
 	if uint64(len(r.buf)) != r.total {
 		return Event{}, false, fmt.Errorf("%w: snapshot of %d bytes, declared %d", ErrProtocol, len(r.buf), r.total)
 	}
-	f, err := filter.DecodeCuckoo(r.buf)
+	f, err := filter.Decode(r.buf)
 	if err != nil {
 		return Event{}, false, wrapFilterErr(err)
 	}

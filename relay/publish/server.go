@@ -148,18 +148,26 @@ func (s *Server) stream(ctx context.Context, stream grpc.ServerStreamingServer[k
 
 // sendSnapshot sends the feed's snapshot in chunks of at most ChunkBytes.
 func (s *Server) sendSnapshot(stream grpc.ServerStreamingServer[kvrpb.RelayMessage], f *producer.Feed) error {
-	data := f.Snapshot
-	count := (len(data) + s.cfg.ChunkBytes - 1) / s.cfg.ChunkBytes
-	for i := range count {
-		chunk := data[i*s.cfg.ChunkBytes : min((i+1)*s.cfg.ChunkBytes, len(data))]
-		m := message()
-		m.Body = &kvrpb.RelayMessage_Snapshot{Snapshot: &kvrpb.RelaySnapshotChunk{
-			Epoch: f.Epoch, Seq: f.Seq, Index: uint32(i), Count: uint32(count), TotalBytes: uint64(len(data)), Data: chunk}}
+	for _, m := range snapshotMessages(f, s.cfg.ChunkBytes) {
 		if err := stream.Send(m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// snapshotMessages splits the feed's snapshot into chunk messages.
+func snapshotMessages(f *producer.Feed, chunkBytes int) []*kvrpb.RelayMessage {
+	data := f.Snapshot
+	count := (len(data) + chunkBytes - 1) / chunkBytes
+	ms := make([]*kvrpb.RelayMessage, count)
+	for i := range ms {
+		ms[i] = message()
+		ms[i].Body = &kvrpb.RelayMessage_Snapshot{Snapshot: &kvrpb.RelaySnapshotChunk{
+			Epoch: f.Epoch, Seq: f.Seq, Index: uint32(i), Count: uint32(count), TotalBytes: uint64(len(data)),
+			Data: data[i*chunkBytes : min((i+1)*chunkBytes, len(data))]}}
+	}
+	return ms
 }
 
 // updateMessage converts a feed update for the wire.

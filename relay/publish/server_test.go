@@ -110,7 +110,7 @@ func TestRegisterReplacementEndsStreamWithProducerChanged(t *testing.T) {
 }
 
 // assertSame fails unless f encodes like p.
-func assertSame(t testing.TB, f *filter.Cuckoo, p *producer.Producer) {
+func assertSame(t testing.TB, f filter.Summary, p *producer.Producer) {
 	t.Helper()
 	got, _ := f.MarshalBinary()
 	want, _ := p.MarshalBinary()

@@ -260,6 +260,12 @@ func New(cfg Config) (*Relay, error) {
 	}
 	scfg := cfg.Producer
 	scfg.Filter.Capacity = DefaultSessionCapacity
+	if !scfg.Filter.Kind.IsCuckoo() {
+		// Sessions end all the time; a Bloom summary would claim every
+		// ended session until its next rebuild, so the session summary
+		// stays a cuckoo filter, which deletes.
+		scfg.Filter.Kind = filter.KindCuckoo
+	}
 	var err error
 	if r.sessions, err = producer.New(producer.SessionPool(cfg.DC), scfg, rng); err != nil {
 		return nil, fmt.Errorf("%w: session summary: %w", ErrConfig, err)

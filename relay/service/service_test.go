@@ -27,6 +27,7 @@ import (
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/relay/publish"
@@ -275,6 +276,22 @@ func TestFederationForwardsToTheDCHoldingThePrefix(t *testing.T) {
 				t.Fatalf("session %s served by %s, then by %s", id, first, got)
 			}
 		}
+	}
+}
+
+// TestFederationWithBloomSummaries: with Bloom pool summaries, a prefix
+// served in DC b reaches a's lane of b, and a longer prompt at a's
+// gateway is forwarded to b.
+func TestFederationWithBloomSummaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two DCs with router clusters, relays and engines; run without -short")
+	}
+	a, b := startFederation(t, 5*time.Millisecond, func(_ *node.Config, c *service.Config) {
+		c.Producer.Filter.Kind = filter.KindBloom
+	})
+	longer := servedPrefixSeenBy(t, b, a)
+	if got := complete(t, a, "", longer); got != b.name {
+		t.Fatalf("a prompt whose prefix b holds was served by %q at a's gateway", got)
 	}
 }
 
