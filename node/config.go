@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,9 @@ type Config struct {
 	// declaredDNS.
 	Engines   []string
 	EngineDNS []string
+	// EngineDNSServer (engine_dns_server) is the host:port of the DNS
+	// server engine_dns asks; empty is the system's resolver.
+	EngineDNSServer string
 	// Tokenizers (tokenizer) gives models their tokenizer, MODEL=DIR each
 	// (DIR holds tokenizer.json and tokenizer_config.json, or is the path
 	// of a tokenizer.json), so that text prompts are routed by the token
@@ -146,6 +150,11 @@ func (c *Config) parseDeclared() error {
 	if _, err := declared.Group(c.declared); err != nil {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
 	}
+	if c.EngineDNSServer != "" {
+		if _, _, err := net.SplitHostPort(c.EngineDNSServer); err != nil {
+			return fmt.Errorf("%w: engine_dns_server %q: %v", ErrConfig, c.EngineDNSServer, err)
+		}
+	}
 	for _, e := range c.EngineDNS {
 		d, err := declared.ParseDNS(e)
 		if err != nil {
@@ -154,6 +163,18 @@ func (c *Config) parseDeclared() error {
 		c.declaredDNS = append(c.declaredDNS, d)
 	}
 	return nil
+}
+
+// resolver is the DNS resolver of engine discovery.
+func (c *Config) resolver() declared.Resolver {
+	if c.EngineDNSServer == "" {
+		return net.DefaultResolver
+	}
+	server := c.EngineDNSServer
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server)
+	}}
 }
 
 // loadTokenizers loads the tokenizer entries; errors name the option.

@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/fleet/declared"
@@ -31,43 +29,30 @@ func (g gatedSink) Apply(ev *routing.Event) error {
 
 func (g gatedSink) Cursor(w routing.Worker) (uint64, bool) { return g.idx.Cursor(w) }
 
-// startEngineEvents subscribes to the KV events of every declared rank
-// that publishes them (kv-events=...), feeding idx, and returns what stops
-// the subscriptions. Ranks found by DNS are not subscribed yet: their
-// events need a subscriber that follows the DNS answers.
-func (n *Node) startEngineEvents(ctx context.Context, idx fleet.Index) (func(), error) {
-	var subs []*vllmevents.Subscriber
+// engineEvents returns what follows a declared rank's KV events into idx
+// (declared.Config.Events), or nil when the node ingests none.
+func (n *Node) engineEvents(idx fleet.Index) (func(ctx context.Context, w routing.Worker, sp declared.Spec), error) {
+	if idx == nil {
+		return nil, nil
+	}
 	var sink vllmevents.Sink = idx
 	if g, ok := idx.(fleet.Gate); ok {
 		sink = gatedSink{idx: idx, gate: g}
 	}
-	var m *vllmevents.Metrics
-	for _, sp := range n.cfg.declared {
-		if sp.KVEvents == "" || idx == nil {
-			continue
-		}
-		if m == nil {
-			var err error
-			if m, err = vllmevents.NewMetrics(n.metrics.Registry); err != nil {
-				return nil, err
-			}
-		}
-		w := routing.Worker{ID: declared.EngineID(sp.URL), Rank: sp.DPRank}
+	m, err := vllmevents.NewMetrics(n.metrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, w routing.Worker, sp declared.Spec) {
+		log := n.log.With("worker", w.String(), "engine", sp.URL)
 		s, err := vllmevents.New(vllmevents.Config{Worker: w, Endpoint: sp.KVEvents, ReplayEndpoint: sp.Replay,
-			BlockSize: int(sp.BlockSize)}, sink, m, n.log.With("worker", w.String(), "engine", sp.URL))
+			BlockSize: int(sp.BlockSize)}, sink, m, log)
 		if err != nil {
-			return nil, fmt.Errorf("%w: engine %s: %w", ErrConfig, sp.URL, err)
+			log.Error("engine KV events not followed", "err", err)
+			return
 		}
-		subs = append(subs, s)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, s := range subs {
-		wg.Go(func() {
-			if err := s.Run(ctx); err != nil && ctx.Err() == nil {
-				n.log.Error("engine KV event subscription stopped", "err", err)
-			}
-		})
-	}
-	return func() { cancel(); wg.Wait() }, nil
+		if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("engine KV event subscription stopped", "err", err)
+		}
+	}, nil
 }

@@ -210,16 +210,11 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	defer plane.Close()
-	stopDeclared, err := n.startDeclared(ctx, plane)
+	stopDeclared, err := n.startDeclared(ctx, plane, plIdx)
 	if err != nil {
 		return err
 	}
 	defer stopDeclared()
-	stopEvents, err := n.startEngineEvents(ctx, plIdx)
-	if err != nil {
-		return err
-	}
-	defer stopEvents()
 	if cl != nil && plIdx != nil {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -230,13 +225,18 @@ func (n *Node) run(ctx context.Context) error {
 
 // startDeclared probes the engines declared by engine and engine_dns
 // entries, if any, and returns what stops the probes.
-func (n *Node) startDeclared(ctx context.Context, plane *fleet.Plane) (func(), error) {
+func (n *Node) startDeclared(ctx context.Context, plane *fleet.Plane, idx fleet.Index) (func(), error) {
 	if len(n.cfg.declared) == 0 && len(n.cfg.declaredDNS) == 0 {
 		return func() {}, nil
 	}
+	events, err := n.engineEvents(idx)
+	if err != nil {
+		return nil, err
+	}
 	client := n.engineClient()
 	m, err := declared.NewManager(declared.Config{APIKey: n.cfg.Frontend.EngineAPIKey, Log: n.log,
-		Client: client, Failures: n.metrics.EngineProbeFailures}, n.cfg.declared, n.cfg.declaredDNS, plane.DeclaredSink())
+		Client: client, Failures: n.metrics.EngineProbeFailures, Events: events, Resolver: n.cfg.resolver()},
+		n.cfg.declared, n.cfg.declaredDNS, plane.DeclaredSink())
 	if err != nil {
 		return nil, err
 	}

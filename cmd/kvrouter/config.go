@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -21,7 +22,8 @@ const EnvPrefix = "KVR_"
 // default); the file and the environment name the same options with
 // underscores (http_addr, KVR_HTTP_ADDR for --http-addr) and are applied by
 // setting the flags the command line left alone, so one parser validates
-// every source. Unknown keys are errors that name the key and its source.
+// every source. Unknown file keys are errors that name the key and the
+// file; unknown KVR_* variables are logged once and ignored.
 func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 	if path != "" {
 		k := koanf.New("\x00") // keys are flat; no delimiter may split them
@@ -36,17 +38,36 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 			}
 		}
 	}
+	var ignored []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(name, EnvPrefix) {
 			continue
 		}
 		key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+		if !knownOption(fs, key) {
+			ignored = append(ignored, name)
+			continue
+		}
 		if err := setFromSource(fs, key, []string{val}, "environment "+name); err != nil {
 			return err
 		}
 	}
+	if len(ignored) > 0 {
+		// Kubernetes injects KVR_SERVICE_HOST and friends into every pod of
+		// a namespace with a Service named kvr, and one environment often
+		// serves several subcommands: a variable no option of this one
+		// names is no reason to stop.
+		slices.Sort(ignored)
+		slog.Warn("ignoring environment variables that name no option of this command", "variables", strings.Join(ignored, ","))
+	}
 	return nil
+}
+
+// knownOption reports whether key names one of the command's options.
+func knownOption(fs *pflag.FlagSet, key string) bool {
+	name := strings.ReplaceAll(key, "_", "-")
+	return fs.Lookup(name) != nil && name != "config" && name != "help"
 }
 
 // setFromSource sets the flag behind key unless the command line set it.

@@ -86,7 +86,6 @@ func TestConfigErrorsNameKeyAndSource(t *testing.T) {
 	}{
 		{"unknown file key", "htp_addr: x\n", nil, []string{"config file", `"htp_addr"`}},
 		{"bad file value", "liveness_timeout: soon\n", nil, []string{"config file", "liveness_timeout"}},
-		{"unknown env key", "", []string{"KVR_NOPE=1"}, []string{"KVR_NOPE", `"nope"`}},
 		{"bad env value", "", []string{"KVR_VERBOSE=perhaps"}, []string{"KVR_VERBOSE", "verbose"}},
 	}
 	for _, tc := range tests {
@@ -135,5 +134,14 @@ func TestRepeatableEntriesKeepTheirCommas(t *testing.T) {
 				t.Fatalf("engines = %q", o.engines)
 			}
 		})
+	}
+}
+
+func TestUnknownEnvironmentVariablesAreIgnored(t *testing.T) {
+	var o testOpts
+	fs, _ := testFlags(&o)
+	env := []string{"KVR_SERVICE_HOST=10.0.0.1", "KVR_PORT_8000_TCP=tcp://10.0.0.1:8000", "KVR_HTTP_ADDR=127.0.0.1:9"}
+	if err := resolveConfig(fs, "", env); err != nil || o.addr != "127.0.0.1:9" {
+		t.Fatalf("addr %q, err %v", o.addr, err)
 	}
 }

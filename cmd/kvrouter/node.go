@@ -43,6 +43,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "listen address of the embedded NATS server (port 0: any free port)")
 	fs.StringArrayVar(&c.Engines, "engine", nil, "declare an engine without kvrouter code (repeatable, one per engine and data-parallel rank): url=URL[,model=M][,block-size=16][,kv-events=tcp://h:5557][,replay=tcp://h:5558][,metrics=URL|none][,dp-rank=0][,kv-blocks=N][,max-batched-tokens=N]; in KVR_ENGINE separate entries with ';'")
 	fs.StringArrayVar(&c.EngineDNS, "engine-dns", nil, "find engines by DNS (repeatable): name=HOST (A/AAAA) or srv=NAME, with port=8000, model=M, block-size=16, kv-events-port=P, replay-port=P, metrics-path=/metrics, dp-size=1, scheme=http; re-resolved every 10s")
+	fs.StringVar(&c.EngineDNSServer, "engine-dns-server", "", "host:port of the DNS server --engine-dns asks (default: the system's resolver)")
 	fs.StringArrayVar(&c.Tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer.json and tokenizer_config.json, so text prompts are routed by the engine's own token blocks (without one: text blocks)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export request spans over OTLP/gRPC to host:port (off when empty)")
 	cc := &c.Cluster

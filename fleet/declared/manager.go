@@ -47,6 +47,11 @@ type Config struct {
 	Log      *slog.Logger
 	// Failures counts failed probes by reason; nil counts nothing.
 	Failures *prometheus.CounterVec
+	// Events, when set, follows the KV events of every declared rank
+	// that publishes them (Spec.KVEvents) for as long as the engine is
+	// declared: the manager calls it on a goroutine of its own per rank
+	// and cancels ctx when the engine leaves the declarations.
+	Events func(ctx context.Context, w routing.Worker, sp Spec)
 }
 
 // Defaults of Config.
@@ -215,9 +220,16 @@ func (m *Manager) reconcile(ctx context.Context, sources map[int][]Spec, live ma
 func (m *Manager) start(ctx context.Context, e Engine) *running {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &running{eng: e, cancel: cancel, done: make(chan struct{}), p: &prober{e: e, cfg: &m.cfg, sink: m.sink}}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.p.run(ctx) })
+	for rank, sp := range e.Ranks {
+		if sp.KVEvents != "" && m.cfg.Events != nil {
+			wg.Go(func() { m.cfg.Events(ctx, routing.Worker{ID: e.ID, Rank: uint32(rank)}, sp) })
+		}
+	}
 	go func() {
 		defer close(r.done)
-		r.p.run(ctx)
+		wg.Wait()
 	}()
 	return r
 }
