@@ -231,6 +231,34 @@ func TestLoadReport(t *testing.T) {
 	}
 }
 
+// A waiting request's reported prefill is what admission would compute:
+// its prompt minus the prefix the cache holds now, as the router books it.
+func TestLoadReportSkipsTheCachedPrefixOfWaitingRequests(t *testing.T) {
+	e := newTestEngine(t, Config{MaxNumBatchedTokens: 1000})
+	if err := e.Submit(hashed("warm", 7, 640, 1, 64), t0); err != nil {
+		t.Fatal(err)
+	}
+	for at, busy := e.NextEventTime(); busy; at, busy = e.NextEventTime() {
+		e.Advance(at)
+	}
+	// Two waiting requests share the first 640 tokens with the finished
+	// one; a long running prefill keeps them waiting.
+	now := t0.Add(time.Minute)
+	for i, p := range []int{4000, 1280, 1000} {
+		if err := e.Submit(hashed(fmt.Sprint(i), 7, p, 1, 64), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Advance(now)
+	l := e.Load()
+	// The first was admitted with its 640 cached tokens skipped; its
+	// first chunk is in flight, so all the rest is still to compute.
+	want := int64((4000 - 640) + (1280 - 640) + (1000 - 640))
+	if l.Waiting != 2 || l.ActivePrefillTokens != want {
+		t.Fatalf("load %+v, want 2 waiting and %d prefill tokens", l, want)
+	}
+}
+
 func TestResetCache(t *testing.T) {
 	e := newTestEngine(t, Config{})
 	if err := e.Submit(hashed("a", 1, 640, 3, 64), t0); err != nil {

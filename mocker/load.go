@@ -22,8 +22,11 @@ type Load struct {
 	// not.
 	KVCachedBlocks int
 	// ActivePrefillTokens is the number of tokens still to prefill: the
-	// uncomputed part of running prefills plus the whole sequence of
-	// waiting requests (their cache hits are unknown until admission).
+	// uncomputed part of running prefills plus, for each waiting request,
+	// its sequence minus the cached prefix that admission would skip now.
+	// vLLM's scheduler skips that prefix at admission (it is never
+	// computed), so counting the whole prompt would report work the engine
+	// will not do, and more than a router books for the same request.
 	ActivePrefillTokens int64
 	// ActiveDecodeBlocks is the sum over running requests of the blocks
 	// they hold, a block shared by two requests counting twice, which is
@@ -41,7 +44,8 @@ func (l Load) Routing() routing.Load {
 }
 
 // Load reports the engine's current load. It costs one pass over the
-// waiting and running requests.
+// waiting and running requests and, for each waiting request, a lookup of
+// its cached prefix.
 func (e *Engine) Load() Load {
 	l := Load{
 		Worker: e.worker, Waiting: e.waiting.len(), Running: len(e.running),
@@ -54,7 +58,7 @@ func (e *Engine) Load() Load {
 			l.ActivePrefillTokens += int64(pending)
 		}
 	}
-	e.waiting.each(func(s *seq) { l.ActivePrefillTokens += int64(s.numTokens) })
+	e.waiting.each(func(s *seq) { l.ActivePrefillTokens += int64(e.uncachedTokens(s)) })
 	return l
 }
 
@@ -90,4 +94,13 @@ func (e *Engine) Dump() Snapshot {
 		evs = append(evs, ev)
 	}
 	return Snapshot{LastEventID: e.log.lastID, Events: evs}
+}
+
+// uncachedTokens is what a waiting request would prefill if admitted now:
+// its sequence minus the cached prefix, which admission caps so that one
+// token is always computed.
+func (e *Engine) uncachedTokens(s *seq) int {
+	bs := e.cfg.BlockSize
+	hits, _ := e.cache.prefix(s.seqs, (s.numTokens-1)/bs)
+	return s.numTokens - hits*bs
 }

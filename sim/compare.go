@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/kvrouter/kvrouter/routing/policy"
 	"github.com/kvrouter/kvrouter/traces"
 )
 
@@ -23,7 +24,8 @@ func Compare(ctx context.Context, reqs []traces.Request, policies []string, cfg 
 		return nil, err
 	}
 	prompts := w.Prompts(reqs)
-	bound := InfiniteCacheBound(prompts)
+	c := cfg.withDefaults()
+	refs := NewReferences(prompts, c.Engines, c.Engine.NumBlocks, c.BlockSize)
 	out := make([]Result, len(policies))
 	errs := make([]error, len(policies))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -32,7 +34,8 @@ func Compare(ctx context.Context, reqs []traces.Request, policies []string, cfg 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = Run(ctx, prompts, name, bound, cfg)
+			out[i], errs[i] = Run(ctx, prompts, name, refs, cfg)
+			out[i].Recommended = name == Recommended
 		})
 	}
 	wg.Wait()
@@ -42,4 +45,20 @@ func Compare(ctx context.Context, reqs []traces.Request, policies []string, cfg 
 		}
 	}
 	return out, nil
+}
+
+// Recommended is the policy the README recommends; its rows carry
+// Result.Recommended.
+const Recommended = policy.NameKVTTFT
+
+// Policies lists every policy a replay can run: every selector but
+// direct, which needs a pin on every request.
+func Policies() []string {
+	var out []string
+	for _, n := range policy.Names() {
+		if n != policy.NameDirect {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -33,6 +33,8 @@ type Config struct {
 	// KV configures the kv selector's cost model; the zero value means the
 	// reference defaults.
 	KV *policy.KVConfig
+	// KVTTFT configures the kv-ttft selector; nil means its defaults.
+	KVTTFT *policy.KVTTFTConfig
 	// Thresholds are the busy thresholds of the eligibility filter; the zero
 	// value disables them.
 	Thresholds policy.Thresholds
@@ -95,6 +97,10 @@ func (c Config) withDefaults() Config {
 		kv := policy.DefaultKVConfig()
 		c.KV = &kv
 	}
+	if c.KVTTFT == nil {
+		k := policy.DefaultKVTTFTConfig()
+		c.KVTTFT = &k
+	}
 	return c
 }
 
@@ -117,6 +123,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
 	}
 	if err := c.KV.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.KVTTFT.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Thresholds.Validate()

@@ -1,8 +1,10 @@
 // Package sim replays request traces on a virtual clock through kvrouter's
 // real routing code (routing/index, routing/load, routing/policy) and
 // simulated engines (mocker), and reports how each routing policy fares:
-// prefix-cache hit ratio against the trace's infinite-cache bound, TTFT,
-// ITL, load balance and throughput.
+// prefix-cache hit ratio against three references (infinite cache, pooled
+// capacity, clairvoyant placement), TTFT, ITL, load balance and
+// throughput. Package gen generates workloads and package report draws a
+// comparison as HTML.
 //
 // Model. Arrivals come from the trace (optionally compressed by a rate
 // scale). Each arrival is routed by the router node's own decision path,
@@ -22,17 +24,34 @@
 // caches. Nothing here copies a decision step: a change to the router's
 // decisions shows in the simulation.
 //
-// Against the replay of earlier versions, which re-implemented matching,
-// projection and selection without engine reports, round-robin is
-// unchanged on the bundled trace and the kv policy sees a little less
-// cache and a higher TTFT: over seeds 1-3 on four engines, mean TTFT 2.6,
-// 3.3 and 3.3 s against 2.9, 2.6 and 2.8 s before. The mocker reports a
-// waiting request's whole prompt as prefill work, more than the router
-// books for it, and the node adds that excess to its projection, as it
-// does for requests other router nodes sent. NoLoadReports turns the
-// reports off (2.6, 2.5 and 2.6 s). The selectors' random tie-breaks now
-// draw from the node's generator stream, so a seed gives the node's
-// choices.
+// References. Every Result carries the policy's share of three hit-ratio
+// references of the workload, computed once per Compare
+// (NewReferences), all counting hits as the engines do (a prompt always
+// computes its last token):
+//   - the infinite-cache bound: a block seen in any earlier prompt hits;
+//   - pooled capacity (PooledLRU): one cache of Engines × Engine.NumBlocks
+//     blocks with the engines' LRU eviction, blocks released tail first;
+//   - clairvoyant placement (Oracle): Engines caches of Engine.NumBlocks
+//     each; a prompt goes to the engine with its longest cached prefix
+//     among those within 10% (plus the prompt) of the fleet's mean prefill
+//     work, ties to the engine whose first eviction victim is needed
+//     latest, then to the least loaded; each engine evicts the block whose
+//     next use anywhere in the trace is furthest (Belady), and blocks whose
+//     recorded next use went to another engine are re-dated every 64
+//     prompts. It is greedy, not a bound.
+//
+// Both finite references serve the prompts one after the other in arrival
+// order: they ignore time (a block is reusable as soon as its prompt
+// arrived), blocks held by running requests, and load beyond the oracle's
+// balance rule.
+//
+// Per-decision trace. Each Result's Detail holds one Record per request
+// (the longest prefix any engine held at the decision, the chosen one's,
+// the hit at admission, the pooled reference's hit, the prefix computed
+// anywhere by then) and a timeline of the engines' load reports every
+// SampleInterval; Losses splits the pooled reference's hits that the
+// policy missed into not computed, evicted, overridden and queued.
+// docs/routing-quality.md reads them.
 //
 // Determinism. For a given workload, configuration and seed, every figure of
 // a Result is reproducible except the routing decision times, which are

@@ -62,7 +62,7 @@ func TestSimRoutesAsTheNode(t *testing.T) {
 		id := fmt.Sprint("r", i)
 		dec, nodeErr := node.Route(context.Background(), &dispatch.Request{ID: id, Model: "m", Tokens: tokens, SessionID: session})
 		hashes, _ := routing.BlockHashes(nil, tokens, bs, routing.Seed("", ""))
-		slot, _, simErr := simr.route(id, &Prompt{InputTokens: len(tokens), Hashes: hashes, Session: session}, clock)
+		rt, simErr := simr.route(id, &Prompt{InputTokens: len(tokens), Hashes: hashes, Session: session}, clock)
 		if nodeErr != nil || simErr != nil {
 			// Refusals must agree too: every engine busy, or suspected.
 			if !errors.Is(nodeErr, dispatch.ErrOverloaded) && !errors.Is(nodeErr, dispatch.ErrNoEngine) || simErr == nil {
@@ -71,7 +71,7 @@ func TestSimRoutesAsTheNode(t *testing.T) {
 			refused++
 			continue
 		}
-		if got := infos[slot].Worker; got != dec.Worker {
+		if got := infos[rt.slot].Worker; got != dec.Worker {
 			t.Fatalf("request %d: sim chose %v, the node %v", i, got, dec.Worker)
 		}
 		if dec.SessionBound {

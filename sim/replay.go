@@ -32,11 +32,17 @@ type replay struct {
 	outTokens  int64
 	done       int
 	last       time.Time
+
+	// refs are the workload's references; trace is the per-decision
+	// trace and timeline.
+	refs  References
+	trace *traceRecorder
 }
 
-// Run replays prompts through the named policy and returns its figures.
-// bound is the workload's infinite-cache bound (see InfiniteCacheBound).
-func Run(ctx context.Context, prompts []Prompt, name string, bound float64, cfg Config) (Result, error) {
+// Run replays prompts through the named policy and returns its figures,
+// with the workload's references (see NewReferences) and its share of
+// them.
+func Run(ctx context.Context, prompts []Prompt, name string, refs References, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -45,14 +51,16 @@ func Run(ctx context.Context, prompts []Prompt, name string, bound float64, cfg 
 	if err != nil {
 		return Result{}, err
 	}
+	rp.refs = refs
 	if err := rp.run(ctx); err != nil {
 		return Result{}, fmt.Errorf("policy %s: %w", name, err)
 	}
-	return rp.result(name, bound), nil
+	return rp.result(name), nil
 }
 
 func newReplay(prompts []Prompt, name string, cfg Config) (*replay, error) {
-	rp := &replay{cfg: cfg, prompts: prompts, prefill: make([]float64, cfg.Engines)}
+	rp := &replay{cfg: cfg, prompts: prompts, prefill: make([]float64, cfg.Engines),
+		trace: newTraceRecorder(len(prompts))}
 	infos := make([]routing.WorkerInfo, cfg.Engines)
 	for i := range cfg.Engines {
 		e, err := mocker.New(cfg.Engine, routing.Worker{ID: routing.WorkerID(i + 1)})
@@ -131,11 +139,14 @@ func (rp *replay) admit(i int) error {
 	now := rp.arrival(i)
 	id := strconv.Itoa(i)
 	rp.report(now)
-	slot, took, err := rp.router.route(id, p, now)
+	rp.trace.sample(now, rp.engines)
+	rt, err := rp.router.route(id, p, now)
 	if err != nil {
 		return fmt.Errorf("routing request %d: %w", i, err)
 	}
-	rp.decisions = append(rp.decisions, took)
+	slot := rt.slot
+	rp.decisions = append(rp.decisions, rt.took)
+	rp.trace.decided(i, p, now, rt, hitLimit(p, rp.cfg.BlockSize))
 	req := mocker.Request{ID: id, Locals: p.Locals, Seqs: p.Hashes, PromptTokens: p.InputTokens,
 		MaxTokens: max(1, p.OutputTokens)}
 	if err := rp.engines[slot].Submit(req, now); err != nil {
@@ -155,8 +166,14 @@ func (rp *replay) step(i int, t time.Time) error {
 			return fmt.Errorf("engine %d event %d: %w", i+1, res.Events[k].ID, err)
 		}
 	}
+	for _, a := range res.Admitted {
+		if !a.Readmission {
+			rp.trace.admitted(a.ID, a.HitBlocks)
+		}
+	}
 	for _, ft := range res.FirstTokens {
 		rp.router.firstToken(ft.ID, t)
+		rp.trace.firstToken(ft.ID, rp.prompts)
 	}
 	for _, c := range res.Finished {
 		rp.router.done(c.ID, t)
@@ -168,6 +185,7 @@ func (rp *replay) step(i int, t time.Time) error {
 func (rp *replay) finish(i int, c mocker.Completion) {
 	rp.done++
 	rp.ttft = append(rp.ttft, c.TTFT())
+	rp.trace.finished(c.ID, c.TTFT(), c.Done)
 	if c.OutputTokens > 1 {
 		rp.itl = append(rp.itl, c.MeanITL())
 	}
@@ -180,14 +198,10 @@ func (rp *replay) finish(i int, c mocker.Completion) {
 	}
 }
 
-func (rp *replay) result(name string, bound float64) Result {
-	r := Result{Policy: name, Engines: rp.cfg.Engines, Requests: rp.done, BoundHitRatio: bound}
-	if rp.blocks > 0 {
-		r.HitRatio = float64(rp.hits) / float64(rp.blocks)
-	}
-	if bound > 0 {
-		r.HitOfBound = r.HitRatio / bound
-	}
+func (rp *replay) result(name string) Result {
+	r := Result{Policy: name, Engines: rp.cfg.Engines, Requests: rp.done}
+	r.HitRatio = ratio(rp.hits, rp.blocks)
+	r.setReferences(rp.refs)
 	r.TTFTMeanMs = ms(Mean(rp.ttft))
 	r.TTFTP50Ms = ms(Percentile(rp.ttft, 0.50))
 	r.TTFTP99Ms = ms(Percentile(rp.ttft, 0.99))
@@ -203,5 +217,7 @@ func (rp *replay) result(name string, bound float64) Result {
 	}
 	r.DecisionP50Us = us(Percentile(rp.decisions, 0.50))
 	r.DecisionP99Us = us(Percentile(rp.decisions, 0.99))
+	r.Detail = rp.trace.detail(rp.refs)
+	r.Losses = r.Detail.Losses()
 	return r
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,16 +75,20 @@ func TestEveryPolicyStaysUnderTheBound(t *testing.T) {
 
 func TestRunIsDeterministic(t *testing.T) {
 	reqs := bundled(t, 300)
-	run := func() Result {
+	run := func() (Result, []Record) {
 		rs, err := Compare(context.Background(), reqs, []string{"kv"}, Config{Engines: 2, Seed: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := rs[0]
 		r.DecisionP50Us, r.DecisionP99Us = 0, 0 // wall-clock measurements
-		return r
+		d := r.Detail.Decisions
+		r.Detail = nil
+		return r, d
 	}
-	if a, b := run(), run(); a != b {
+	a, da := run()
+	b, db := run()
+	if a != b || !slices.Equal(da, db) {
 		t.Fatalf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }

@@ -55,7 +55,7 @@ func (r *router) deciderConfig(name string, cfg Config) (policy.DeciderConfig, e
 		ApproximateMode: cfg.NoKVEvents, PredictTTL: cfg.PredictTTL,
 		MaxRequestAge: load.DefaultMaxRequestAge, AffinityMode: cfg.AffinityMode, MaxSessions: cfg.MaxSessions,
 		Now: func() time.Time { return r.now }}
-	dc.Options.KV = *cfg.KV
+	dc.Options.KV, dc.Options.KVTTFT = *cfg.KV, *cfg.KVTTFT
 	if !cfg.NoLoadReports {
 		dc.Reports = r.reports
 	}
@@ -69,30 +69,43 @@ func (r *router) deciderConfig(name string, cfg Config) (policy.DeciderConfig, e
 	return dc, nil
 }
 
-// route picks an engine for p and books the request on it. It returns the
-// chosen engine's slot and how long the decision (candidates, matching,
-// load projection and selection) took on the wall clock.
-func (r *router) route(id string, p *Prompt, now time.Time) (int, time.Duration, error) {
+// routed is what the replay learns from one decision.
+type routed struct {
+	// slot is the chosen engine's slot.
+	slot int
+	// took is how long the decision (candidates, matching, load
+	// projection and selection) took on the wall clock.
+	took time.Duration
+	// best and chosen are the longest cached prefix, in blocks, that the
+	// router saw on any candidate and on the chosen one.
+	best, chosen int
+}
+
+// route picks an engine for p and books the request on it.
+func (r *router) route(id string, p *Prompt, now time.Time) (routed, error) {
 	start := time.Now()
 	r.now = now
 	q := policy.Query{ID: id, Ranks: r.infos, ISLTokens: p.InputTokens, SessionKey: p.Session}
 	if err := r.core.Candidates(&r.sc, &q, now); err != nil {
-		return 0, 0, err
+		return routed{}, err
 	}
 	r.sc.Hashes = p.Hashes
 	r.core.Match(&r.sc)
 	ch, err := r.core.Choose(context.Background(), &r.sc, &q)
 	if err != nil {
-		return 0, 0, err
+		return routed{}, err
 	}
-	took := time.Since(start)
+	out := routed{took: time.Since(start), slot: r.slot[ch.Worker], chosen: ch.CachedBlocks}
+	for _, c := range r.sc.Candidates() {
+		out.best = max(out.best, int(c.Overlap.Device))
+	}
 	b, err := r.core.Book(context.Background(), &r.sc, &q, &ch)
 	if err != nil {
-		return 0, 0, fmt.Errorf("booking %s: %w", id, err)
+		return routed{}, fmt.Errorf("booking %s: %w", id, err)
 	}
 	r.sc.Hashes = nil // the prompt's, not the scratch's to reuse
 	r.bookings[id] = &b
-	return r.slot[ch.Worker], took, nil
+	return out, nil
 }
 
 // firstToken reports a request's first token at now.

@@ -34,10 +34,44 @@ func TestSimJSONHasTheContractKeys(t *testing.T) {
 	if len(rows) != 2 || rows[0]["policy"] != "kv" || rows[1]["policy"] != "round-robin" {
 		t.Fatalf("rows = %v", rows)
 	}
-	for _, k := range []string{"policy", "hit_ratio", "bound_hit_ratio", "ttft_mean_ms", "ttft_p99_ms", "load_max_over_mean"} {
+	for _, k := range []string{"policy", "hit_ratio", "bound_hit_ratio", "ttft_mean_ms", "ttft_p99_ms", "load_max_over_mean",
+		"pooled_hit_ratio", "oracle_hit_ratio"} {
 		if _, ok := rows[0][k]; !ok {
 			t.Errorf("key %q missing", k)
 		}
+	}
+}
+
+// sim gen writes a trace that sim replays with every policy, and --report
+// writes the HTML page.
+func TestSimGenAllPoliciesAndReport(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rag.jsonl")
+	if _, err := run(t, "sim", "gen", "--workload", "rag", "--seed", "2", "--out", path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "sim", "--trace", path, "--limit", "100", "--engines", "2", "--policies", "all", "--json", "--report", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	recommended := 0
+	for _, r := range rows {
+		if r["recommended"] == true {
+			recommended++
+		}
+	}
+	if len(rows) < 8 || recommended != 1 {
+		t.Fatalf("%d rows, %d recommended", len(rows), recommended)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "sim", "gen", "--workload", "batch"); err == nil || !strings.Contains(err.Error(), "--workload") {
+		t.Fatalf("unknown workload: err = %v", err)
 	}
 }
 

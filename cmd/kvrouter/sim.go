@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kvrouter/kvrouter/routing/policy"
 	"github.com/kvrouter/kvrouter/sim"
+	"github.com/kvrouter/kvrouter/sim/gen"
+	"github.com/kvrouter/kvrouter/sim/report"
 	"github.com/kvrouter/kvrouter/traces"
 )
 
@@ -23,12 +24,13 @@ type simFlags struct {
 	limit     int
 	noEvents  bool
 	json      bool
+	report    string
 }
 
 func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.trace, "trace", "", "Mooncake JSONL trace to replay (default: the bundled Mooncake synthetic trace)")
-	fs.StringVar(&f.policies, "policies", defaultPolicies, "comma-separated routing policies to compare; one of "+strings.Join(policy.Names(), ", "))
+	fs.StringVar(&f.policies, "policies", defaultPolicies, "comma-separated routing policies to compare, or all; one of "+strings.Join(sim.Policies(), ", "))
 	fs.IntVar(&f.engines, "engines", sim.DefaultEngines, "number of simulated engines")
 	fs.IntVar(&f.blockSize, "block-size", sim.DefaultBlockSize, "engine KV block size in tokens (must divide 512)")
 	fs.Float64Var(&f.rateScale, "rate-scale", 1, "multiply the trace's arrival rate by this factor")
@@ -36,6 +38,7 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.IntVar(&f.limit, "limit", 0, "replay only the first N requests (0: all)")
 	fs.BoolVar(&f.noEvents, "no-kv-events", false, "approximate mode: ignore engine KV events, index the router's own decisions")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
+	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
 }
 
 func (f *simFlags) config() sim.Config {
@@ -71,7 +74,11 @@ func (f *simFlags) load() ([]traces.Request, string, error) {
 func (f *simFlags) policyList() ([]string, error) {
 	var out []string
 	for p := range strings.SplitSeq(f.policies, ",") {
-		if p = strings.TrimSpace(p); p != "" {
+		switch p = strings.TrimSpace(p); p {
+		case "":
+		case "all":
+			out = append(out, sim.Policies()...)
+		default:
 			out = append(out, p)
 		}
 	}
@@ -88,12 +95,16 @@ func newSimCmd() *cobra.Command {
 		Short: "Replay a request trace through the routing core and simulated engines",
 		Long: `sim replays a Mooncake JSONL trace on a virtual clock through kvrouter's real
 routing code and simulated engines, once per policy, and prints one row per policy:
-block hit ratio (and its share of the trace's infinite-cache bound), TTFT mean/p50/p99,
-ITL p50, load max/mean across engines, throughput and routing decision time.`,
+block hit ratio and its share of three references (the infinite-cache bound, one pooled
+LRU cache of the fleet's capacity, and a clairvoyant placement on the fleet's caches),
+TTFT mean/p50/p99, ITL p50, load max/mean across engines, throughput and routing decision
+time. The policy the README recommends is marked with * (and "recommended": true in
+--json). "sim gen" writes the generated workloads.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f, false) },
 	}
-	f.register(cmd, "kv,round-robin,least-loaded,two-tier")
+	f.register(cmd, "kv,round-robin,least-loaded,two-tier,"+sim.Recommended)
+	cmd.AddCommand(newSimGenCmd())
 	return cmd
 }
 
@@ -114,6 +125,12 @@ func runSim(cmd *cobra.Command, f *simFlags, banner bool) error {
 	if err != nil {
 		return err
 	}
+	if f.report != "" {
+		in := report.Inputs{Title: fmt.Sprintf("%s, %d engines", name, f.engines), Results: rs}
+		if err := report.WriteHTML(f.report, in); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
 	if f.json {
 		return sim.WriteJSON(out, rs)
 	}
@@ -121,8 +138,51 @@ func runSim(cmd *cobra.Command, f *simFlags, banner bool) error {
 		return err
 	}
 	if len(rs) > 0 {
-		fmt.Fprintf(out, "\ninfinite-cache bound: %.3f of prompt blocks; %d requests over %.0f simulated seconds\n",
-			rs[0].BoundHitRatio, rs[0].Requests, rs[0].SimulatedSeconds)
+		r := rs[0]
+		fmt.Fprintf(out, "\nreferences (hit ratio of prompt blocks): infinite cache %.3f, pooled LRU of the fleet's capacity %.3f, clairvoyant placement %.3f\n",
+			r.BoundHitRatio, r.PooledHitRatio, r.OracleHitRatio)
+		fmt.Fprintf(out, "%d requests over %.0f simulated seconds; * marks the recommended policy\n", r.Requests, r.SimulatedSeconds)
 	}
 	return nil
+}
+
+// newSimGenCmd is `kvrouter sim gen`: write a generated workload as a
+// Mooncake JSONL trace.
+func newSimGenCmd() *cobra.Command {
+	var workload, out string
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "gen",
+		Short: "Write a generated workload (" + strings.Join(gen.Names(), ", ") + ") as a Mooncake JSONL trace",
+		Long: `gen writes one of the generated workloads, with its published default parameters
+(see sim/gen) and the given seed, as a Mooncake JSONL trace that sim --trace and other
+tools read: chat (multi-turn conversations), tenants (shared system prompts), agentic
+(tool loops on a long shared context) or rag (shared documents in different orders).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reqs, err := gen.Generate(workload, seed)
+			if err != nil {
+				return fmt.Errorf("--workload: %w", err)
+			}
+			w := cmd.OutOrStdout()
+			if out != "" && out != "-" {
+				f, err := os.Create(out)
+				if err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				defer f.Close()
+				if err := gen.Write(f, reqs); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				return f.Close()
+			}
+			return gen.Write(w, reqs)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&workload, "workload", "", "workload to generate: "+strings.Join(gen.Names(), ", "))
+	fs.Uint64Var(&seed, "seed", 1, "seed of the generator")
+	fs.StringVar(&out, "out", "", "file to write (default: standard output)")
+	_ = cmd.MarkFlagRequired("workload")
+	return cmd
 }

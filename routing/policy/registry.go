@@ -15,15 +15,18 @@ const (
 	NameLeastLoaded = "least-loaded"
 	NameDeviceAware = "device-aware-weighted"
 	NameDirect      = "direct"
+	NameKVTTFT      = "kv-ttft"
 )
 
 // Options are the configurations New may need; each selector reads only its
 // own.
 type Options struct {
 	KV          KVConfig
+	KVTTFT      KVTTFTConfig
 	TwoTier     TwoTierConfig
 	DeviceAware DeviceAwareConfig
-	// Rand is the generator of the kv, random and power-of-two selectors.
+	// Rand is the generator of the kv, kv-ttft, random and power-of-two
+	// selectors.
 	// The selector takes ownership: give each selector its own.
 	Rand *rand.Rand
 }
@@ -32,6 +35,7 @@ type Options struct {
 func DefaultOptions(r *rand.Rand) Options {
 	return Options{
 		KV:          DefaultKVConfig(),
+		KVTTFT:      DefaultKVTTFTConfig(),
 		TwoTier:     DefaultTwoTierConfig(),
 		DeviceAware: DefaultDeviceAwareConfig(),
 		Rand:        r,
@@ -41,6 +45,7 @@ func DefaultOptions(r *rand.Rand) Options {
 // constructors maps each name to its constructor.
 var constructors = map[string]func(Options) (Selector, error){
 	NameKV:          func(o Options) (Selector, error) { return NewKV(o.KV, o.Rand) },
+	NameKVTTFT:      func(o Options) (Selector, error) { return NewKVTTFT(o.KVTTFT, o.Rand) },
 	NameTwoTier:     func(o Options) (Selector, error) { return NewTwoTier(o.TwoTier) },
 	NameRoundRobin:  func(Options) (Selector, error) { return &RoundRobin{}, nil },
 	NameRandom:      func(o Options) (Selector, error) { return NewRandom(o.Rand) },

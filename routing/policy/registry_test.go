@@ -7,7 +7,7 @@ import (
 )
 
 func TestNew(t *testing.T) {
-	want := []string{"device-aware-weighted", "direct", "kv", "least-loaded", "power-of-two", "random", "round-robin", "two-tier"}
+	want := []string{"device-aware-weighted", "direct", "kv", "kv-ttft", "least-loaded", "power-of-two", "random", "round-robin", "two-tier"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v", got)
 	}

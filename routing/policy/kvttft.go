@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// KVTTFT is the "kv-ttft" selector: the kv cost model recast as the
+// request's predicted time to first token, in blocks of prefill, plus a
+// price for what a placement costs the requests after it. It picks the
+// cheapest candidate, ties broken uniformly at random. The reasons for
+// each term, measured on every generated workload and the bundled trace
+// (docs/routing-quality.md):
+//
+//		queue(w)    = active prefill of w without the request, in blocks
+//		own(w)      = the request's blocks not cached on w
+//		future(w)   = (SessionCredit - 1) * Overlap.Device
+//		decode(w)   = DecodeWeight * Load.DecodeBlocks
+//		capacity(w) = max(0, Load.DecodeBlocks - Headroom*TotalBlocks)
+//		cost(w)     = queue(w) + own(w) - future(w) + decode(w) + capacity(w)
+//
+//	  - queue + own is when the request's last prompt token is computed on a
+//	    FCFS engine: what TTFT is made of. The kv cost model has it too.
+//	  - decode: the kv model adds every block held by running requests at
+//	    full weight, as if a held block delayed the request as much as a
+//	    block to prefill. It hardly does (a decode step costs one token of
+//	    the batch budget), and the per-decision trace shows that this term
+//	    is what sends most requests away from the engine holding their
+//	    prefix. A small weight keeps decode-heavy engines from attracting
+//	    everything.
+//	  - capacity: KV held by running requests does matter once it nears the
+//	    engine's capacity: admission then waits for blocks, and what the
+//	    request stores evicts other prefixes. The hinge prices that, block
+//	    for block, beyond Headroom of TotalBlocks.
+//	  - future: a request that reuses a prefix is usually followed by another
+//	    that reuses this one (the next turn of a conversation, the next call
+//	    of an agent); sending it where the prefix is keeps one copy of the
+//	    session in the fleet instead of two, so the cached blocks are worth
+//	    more than the prefill they save now.
+//
+// It is safe for concurrent use.
+type KVTTFT struct {
+	cfg KVTTFTConfig
+	rng lockedRand
+}
+
+var _ Selector = (*KVTTFT)(nil)
+
+// KVTTFTConfig holds the knobs of the kv-ttft selector.
+type KVTTFTConfig struct {
+	// SessionCredit is the credit per device-cached prefix block, in
+	// blocks: 1 counts only the prefill it saves now. Default 1.5.
+	SessionCredit float64
+	// DecodeWeight is the cost per block held by running requests.
+	// Default 0.1.
+	DecodeWeight float64
+	// Headroom is the share of an engine's TotalBlocks that running
+	// requests may hold before the capacity term counts, in [0, 1].
+	// Default 0.9.
+	Headroom float64
+}
+
+// DefaultKVTTFTConfig returns the defaults, chosen by the sweep of
+// docs/routing-quality.md.
+func DefaultKVTTFTConfig() KVTTFTConfig {
+	return KVTTFTConfig{SessionCredit: 1.5, DecodeWeight: 0.1, Headroom: 0.9}
+}
+
+// Validate reports the first invalid knob, naming its key.
+func (c KVTTFTConfig) Validate() error {
+	if err := checkRange("session_credit", c.SessionCredit, math.Inf(1)); err != nil {
+		return err
+	}
+	if err := checkRange("decode_weight", c.DecodeWeight, math.Inf(1)); err != nil {
+		return err
+	}
+	return checkRange("headroom", c.Headroom, 1)
+}
+
+// NewKVTTFT returns a kv-ttft selector that owns r, or an error wrapping
+// ErrInvalidConfig. The zero config means DefaultKVTTFTConfig, so that a
+// router configured only by name gets the measured defaults.
+func NewKVTTFT(cfg KVTTFTConfig, r *rand.Rand) (*KVTTFT, error) {
+	if cfg == (KVTTFTConfig{}) {
+		cfg = DefaultKVTTFTConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, configError("kv-ttft selector needs a *rand.Rand")
+	}
+	return &KVTTFT{cfg: cfg, rng: lockedRand{r: r}}, nil
+}
+
+// Name implements Selector.
+func (*KVTTFT) Name() string { return NameKVTTFT }
+
+// Select implements Selector: d.Costs receives every candidate's cost and
+// d.Reason is "argmin".
+func (k *KVTTFT) Select(d *Decision, req *Request, cands []Candidate) error {
+	d.reset()
+	if len(cands) == 0 {
+		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	}
+	for i := range cands {
+		d.Costs = append(d.Costs, k.cfg.cost(req, &cands[i]))
+	}
+	d.choose(cands, argmin(d.Costs, &k.rng), "argmin")
+	d.Cost = d.Costs[d.Index]
+	return nil
+}
+
+// cost is one candidate's cost; Load.PrefillTokens already holds the
+// request's uncached tokens on the candidate (queue + own).
+func (c *KVTTFTConfig) cost(req *Request, cand *Candidate) float64 {
+	bs := float64(max(req.BlockSize, 1))
+	l := cand.Load
+	prefill := float64(l.PrefillTokens) / bs
+	future := (c.SessionCredit - 1) * float64(cand.Overlap.Device)
+	held := float64(l.DecodeBlocks)
+	capacity := 0.0
+	if total := cand.Info.TotalBlocks; total > 0 { // unknown capacity: no hinge
+		capacity = max(0, held-c.Headroom*float64(total))
+	}
+	return prefill - future + c.DecodeWeight*held + capacity
+}
