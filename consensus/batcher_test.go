@@ -27,7 +27,7 @@ func TestBatcherRunPipelinesInOrder(t *testing.T) {
 	for id := uint64(1); id <= rounds*2; id += 2 {
 		for r := range ranks {
 			w := routing.Worker{ID: routing.WorkerID(r + 1)}
-			if err := b.Add(kvBatch(w, id, 2, id)); err != nil {
+			if err := b.Add(kvEvents(w, id, 2, id)); err != nil {
 				t.Fatal(err)
 			}
 		}

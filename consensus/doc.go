@@ -30,9 +30,19 @@
 //     apply, where a failure is CodeInvalid), including every length the
 //     store bounds (session DC, request ids, worker records), so a write
 //     the store would refuse never reaches the log.
-//   - KV events are coalesced by Batcher into RaftKVEvents entries; the FSM
-//     applies them to its ownership tables and cursors and to an in-memory
-//     routing/index.Exact on every node, with the index's cursor rules.
+//   - KV events are coalesced by Batcher into RaftKVEvents entries. Add
+//     takes one rank's routing events, decoded and validated once by the
+//     event plane (wire.CheckRun re-checks their shape, not their bytes),
+//     and encodes them once: an entry is its batches' encodings framed
+//     as RaftKVEvents, proposed as they are. The FSM decodes each batch
+//     with wire.BatchEvents, admits each event with index.CheckNext
+//     against the rank's one cursor (in its tables), applies it to the
+//     tables and then to an in-memory routing/index.Exact on every node
+//     (ApplyAdmitted: the index does not judge ids again). An index
+//     outcome that differs from the tables' (a parent one knows and the
+//     other does not, a slot limit) is counted in Deps.Metrics
+//     (kvrouter_raft_index_errors_total), logged, and repaired by
+//     rebuilding the rank's index from the tables.
 //     On the leader the Batcher keeps up to BatcherConfig.InFlight entries
 //     proposed and unapplied: raft.Apply enqueues before it returns, so
 //     entries proposed from one goroutine keep their order without
@@ -61,8 +71,9 @@
 //     ms budget.
 //   - FSM.StateHash is an XXH3-64 of a canonical encoding of every table;
 //     nodes of one build at the same applied index report the same hash.
-//   - The write path (Node.Apply) is encode → size check → raft.Apply with
-//     timeout → unwrap. A timeout or lost leadership is ErrIndeterminate,
+//   - The write path (Node.Apply) is propose then wait: on the leader
+//     validate → stamp → encode once → size check → raft.Apply with
+//     timeout; on a follower encode → forward; then unwrap. A timeout or lost leadership is ErrIndeterminate,
 //     never a failure: retry with the same request id (Node.ApplyRetry);
 //     the FSM answers a remembered request id (RememberedRequests, FIFO)
 //     with its first result.

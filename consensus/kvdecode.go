@@ -8,7 +8,7 @@ import (
 )
 
 // rankBatch is one rank's batch of a KV-events entry as the fast decoder
-// returns it: its events, or bad when decodeRankBatch would refuse it.
+// returns it: its events, or bad when wire.BatchEvents would refuse it.
 type rankBatch struct {
 	events []routing.Event
 	bad    bool
@@ -40,7 +40,7 @@ const (
 // the canonical encoding the leader writes (deterministic marshal): known
 // fields, in field order, each scalar at most once, repeated fields
 // contiguous, packed removals. For such input its result is, by
-// construction, what proto.Unmarshal then decodeRankBatch give, and
+// construction, what proto.Unmarshal then wire.BatchEvents give, and
 // FuzzDecodeKVEventsFast checks it. Anything else returns ok false and
 // the caller takes the protobuf path, which decides whether the entry is
 // malformed. It never panics.
@@ -127,7 +127,7 @@ func (r *fieldReader) bytes(typ protowire.Type) ([]byte, bool) {
 }
 
 // decodeBatchFast decodes one KVEventBatch and judges it as
-// decodeRankBatch does. Blocks are carved from arena.
+// wire.BatchEvents does. Blocks are carved from arena.
 func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
 	r := fieldReader{p: p}
 	var w routing.Worker
@@ -172,7 +172,7 @@ func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
 	return out, true
 }
 
-// checkBatch applies decodeRankBatch's batch rules: 1..MaxEventsPerBatch
+// checkBatch applies wire.BatchEvents's batch rules: 1..MaxEventsPerBatch
 // events with contiguous ids.
 func checkBatch(events []routing.Event) bool {
 	if len(events) == 0 || len(events) > wire.MaxEventsPerBatch {

@@ -12,7 +12,7 @@ import (
 )
 
 // kvDecodeSeeds are canonical KV-events payloads: good batches of every
-// event kind, and batches decodeRankBatch refuses.
+// event kind, and batches wire.BatchEvents refuses.
 func kvDecodeSeeds(t testing.TB) [][]byte {
 	w, v := routing.Worker{ID: 3, Rank: 1}, routing.Worker{ID: 1 << 40}
 	parent := storedEvent(w, 9, 5, 2)
@@ -23,7 +23,7 @@ func kvDecodeSeeds(t testing.TB) [][]byte {
 	badTier.Events[0].Tier = 7
 	gap := wire.EncodeBatch(w, 1, []routing.Event{storedEvent(w, 1, 1, 1), storedEvent(w, 3, 2, 1)})
 	cmds := []*kvrpb.RaftKVEvents{
-		{Batches: []*kvrpb.KVEventBatch{kvBatch(w, 1, 3, 2), steadyBatch(v, 40, 16, 1)}},
+		{Batches: []*kvrpb.KVEventBatch{kvBatch(w, 1, 3, 2), wire.EncodeBatch(v, 1, steadyBatch(v, 40, 16, 1))}},
 		{Batches: []*kvrpb.KVEventBatch{wire.EncodeBatch(w, 0, []routing.Event{parent, cleared})}},
 		{Batches: []*kvrpb.KVEventBatch{idZero, badTier, gap, {EngineId: 4}}},
 	}
@@ -38,7 +38,7 @@ func kvDecodeSeeds(t testing.TB) [][]byte {
 	return out
 }
 
-// slowBatches is the protobuf path: Unmarshal, then decodeRankBatch.
+// slowBatches is the protobuf path: Unmarshal, then wire.BatchEvents.
 func slowBatches(data []byte) ([]rankBatch, error) {
 	var c kvrpb.RaftKVEvents
 	if err := proto.Unmarshal(data, &c); err != nil {
@@ -46,7 +46,7 @@ func slowBatches(data []byte) ([]rankBatch, error) {
 	}
 	out := make([]rankBatch, len(c.Batches))
 	for i, b := range c.Batches {
-		events, err := decodeRankBatch(b)
+		_, events, err := wire.BatchEvents(b)
 		out[i] = rankBatch{events: events, bad: err != nil}
 	}
 	return out, nil
