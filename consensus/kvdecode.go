@@ -165,29 +165,19 @@ func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
 			return rankBatch{}, false
 		}
 	}
-	out.bad = out.bad || !checkBatch(out.events)
 	for i := range out.events {
 		out.events[i].Worker = w
 	}
+	// What the routing events can show is judged by the batch rules'
+	// one implementation; decodeEventFast judged the rest.
+	out.bad = out.bad || wire.CheckRun(out.events) != nil
 	return out, true
 }
 
-// checkBatch applies wire.BatchEvents's batch rules: 1..MaxEventsPerBatch
-// events with contiguous ids.
-func checkBatch(events []routing.Event) bool {
-	if len(events) == 0 || len(events) > wire.MaxEventsPerBatch {
-		return false
-	}
-	for i := 1; i < len(events); i++ {
-		if events[i].ID != events[i-1].ID+1 {
-			return false
-		}
-	}
-	return true
-}
-
-// decodeEventFast decodes one KVEvent; good reports whether
-// wire.DecodeEvent would accept it, ok whether the encoding is canonical.
+// decodeEventFast decodes one KVEvent; ok reports whether the encoding is
+// canonical, good whether the event has what a routing event cannot show
+// and wire.DecodeEvent requires: one data member and a tier that is not
+// negative (wire.CheckRun judges the rest).
 func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, good, ok bool) {
 	r := fieldReader{p: p}
 	var tier int32
@@ -220,9 +210,7 @@ func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, g
 		}
 	}
 	e.Tier = routing.Tier(tier)
-	good = kind >= 0 && e.ID != 0 && tier >= 0 && e.Tier.Valid() && e.Validate() == nil &&
-		len(e.Blocks) <= wire.MaxBlocksPerEvent && len(e.Removed) <= wire.MaxBlocksPerEvent
-	return e, good, true
+	return e, kind >= 0 && tier >= 0, true
 }
 
 // decodeDataFast decodes the oneof member num of an event into e.

@@ -158,10 +158,10 @@ func BatchEvents(b *kvrpb.KVEventBatch) (routing.Worker, []routing.Event, error)
 		if err != nil {
 			return w, nil, err
 		}
-		if i > 0 && e.ID != out[i-1].ID+1 {
-			return w, nil, malformed("event ids %d then %d are not contiguous", out[i-1].ID, e.ID)
-		}
 		out[i] = e
+	}
+	if err := CheckRun(out); err != nil {
+		return w, nil, err
 	}
 	return w, out, nil
 }
