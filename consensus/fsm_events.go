@@ -29,7 +29,7 @@ var kvEventsSpec = spec{
 		if !ok {
 			return nil, false
 		}
-		return f.applyRankBatches(batches), true
+		return f.applyBatches(batches), true
 	},
 	stamp:    func(proto.Message, int64) {},
 	validate: func(m proto.Message) error { return validateKVEvents(m.(*kvrpb.RaftKVEvents)) },
@@ -50,26 +50,22 @@ func validateKVEvents(c *kvrpb.RaftKVEvents) error {
 
 // kvEvents applies every batch to the ownership tables and to the index.
 // A batch that does not decode is skipped whole (the leader validates
-// before proposing, so this only happens across a decoder change); the
-// count is the number of events applied.
+// before proposing, so this only happens across a decoder change).
 func (f *FSM) kvEvents(c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
-	batches := make([]rankBatch, len(c.Batches))
+	batches := make([][]routing.Event, len(c.Batches))
 	for i, b := range c.Batches {
-		_, events, err := wire.BatchEvents(b)
-		batches[i] = rankBatch{events: events, bad: err != nil}
+		_, batches[i], _ = wire.BatchEvents(b) // nil when it does not decode
 	}
-	return f.applyRankBatches(batches)
+	return f.applyBatches(batches)
 }
 
-// applyRankBatches applies decoded batches, skipping the bad ones.
-func (f *FSM) applyRankBatches(batches []rankBatch) *kvrpb.RaftResult {
+// applyBatches applies decoded batches (nil ones change nothing) and
+// counts the events applied.
+func (f *FSM) applyBatches(batches [][]routing.Event) *kvrpb.RaftResult {
 	n := 0
-	for _, b := range batches {
-		if b.bad {
-			continue
-		}
-		for i := range b.events {
-			if f.applyEvent(&b.events[i]) {
+	for _, events := range batches {
+		for i := range events {
+			if f.applyEvent(&events[i]) {
 				n++
 			}
 		}

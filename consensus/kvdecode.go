@@ -7,13 +7,6 @@ import (
 	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
-// rankBatch is one rank's batch of a KV-events entry as the fast decoder
-// returns it: its events, or bad when wire.BatchEvents would refuse it.
-type rankBatch struct {
-	events []routing.Event
-	bad    bool
-}
-
 // Field numbers of the KV-event messages (proto/kvr/v1/fleet.proto
 // and raft.proto) the fast decoder reads.
 const (
@@ -35,7 +28,8 @@ const (
 )
 
 // decodeKVEventsFast decodes a RaftKVEvents payload straight into routing
-// events, without building the protobuf messages: on every node, decoding
+// events, one slice per batch (nil for a batch wire.BatchEvents would
+// refuse), without building the protobuf messages: on every node, decoding
 // cost more than applying (BenchmarkApplyKVEventsStages). It accepts only
 // the canonical encoding the leader writes (deterministic marshal): known
 // fields, in field order, each scalar at most once, repeated fields
@@ -44,7 +38,7 @@ const (
 // FuzzDecodeKVEventsFast checks it. Anything else returns ok false and
 // the caller takes the protobuf path, which decides whether the entry is
 // malformed. It never panics.
-func decodeKVEventsFast(p []byte) (out []rankBatch, ok bool) {
+func decodeKVEventsFast(p []byte) (out [][]routing.Event, ok bool) {
 	// An encoded stored block takes 20 bytes, so this is room for every
 	// block of an entry that is mostly stored events.
 	arena := make([]routing.StoredBlock, 0, len(p)/20)
@@ -111,14 +105,15 @@ func (r *fieldReader) next(repeated protowire.Number) (f field, ok bool) {
 	return f, true
 }
 
-// decodeBatchFast decodes one KVEventBatch and judges it as
-// wire.BatchEvents does. Blocks are carved from arena.
-func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
+// decodeBatchFast decodes one KVEventBatch; its events are nil when
+// wire.BatchEvents would refuse it. Blocks are carved from arena.
+func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) ([]routing.Event, bool) {
 	r := fieldReader{p: p}
 	var w routing.Worker
+	bad := false
 	// A 4-block stored event takes about 100 bytes; the estimate saves
 	// most regrowth of the events slice.
-	out := rankBatch{events: make([]routing.Event, 0, len(p)/64+1)}
+	out := make([]routing.Event, 0, len(p)/64+1)
 	for len(r.p) > 0 {
 		f, ok := r.next(fieldBatchEvents)
 		switch {
@@ -133,21 +128,23 @@ func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
 			var e routing.Event
 			var good bool
 			e, good, ok = decodeEventFast(f.b, arena)
-			out.bad = out.bad || !good
-			out.events = append(out.events, e)
+			bad = bad || !good
+			out = append(out, e)
 		default:
 			ok = false
 		}
 		if !ok {
-			return rankBatch{}, false
+			return nil, false
 		}
 	}
-	for i := range out.events {
-		out.events[i].Worker = w
+	for i := range out {
+		out[i].Worker = w
 	}
 	// What the routing events can show is judged by the batch rules'
 	// one implementation; decodeEventFast judged the rest.
-	out.bad = out.bad || wire.CheckRun(out.events) != nil
+	if bad || wire.CheckRun(out) != nil {
+		return nil, true
+	}
 	return out, true
 }
 

@@ -39,27 +39,26 @@ func kvDecodeSeeds(t testing.TB) [][]byte {
 }
 
 // slowBatches is the protobuf path: Unmarshal, then wire.BatchEvents.
-func slowBatches(data []byte) ([]rankBatch, error) {
+func slowBatches(data []byte) ([][]routing.Event, error) {
 	var c kvrpb.RaftKVEvents
 	if err := proto.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}
-	out := make([]rankBatch, len(c.Batches))
+	out := make([][]routing.Event, len(c.Batches))
 	for i, b := range c.Batches {
-		_, events, err := wire.BatchEvents(b)
-		out[i] = rankBatch{events: events, bad: err != nil}
+		_, out[i], _ = wire.BatchEvents(b)
 	}
 	return out, nil
 }
 
-// sameBatches reports whether two decodings agree on every batch's
-// verdict and on the events of the good ones.
-func sameBatches(a, b []rankBatch) bool {
+// sameBatches reports whether two decodings agree on every batch: nil
+// (refused) for both, or the same events.
+func sameBatches(a, b [][]routing.Event) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].bad != b[i].bad || !a[i].bad && !reflect.DeepEqual(a[i].events, b[i].events) {
+		if (a[i] == nil) != (b[i] == nil) || !reflect.DeepEqual(a[i], b[i]) {
 			return false
 		}
 	}

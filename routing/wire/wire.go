@@ -149,9 +149,6 @@ func DecodeBatch(data []byte) (routing.Worker, uint64, []routing.Event, error) {
 // reading of a batch, for an engine's payload and for a raft entry's.
 func BatchEvents(b *kvrpb.KVEventBatch) (routing.Worker, []routing.Event, error) {
 	w := routing.Worker{ID: routing.WorkerID(b.GetEngineId()), Rank: b.GetRank()}
-	if err := checkRunLen(len(b.GetEvents())); err != nil {
-		return w, nil, err
-	}
 	out := make([]routing.Event, len(b.Events))
 	for i, pe := range b.Events {
 		e, err := DecodeEvent(w, pe)
@@ -171,8 +168,8 @@ func BatchEvents(b *kvrpb.KVEventBatch) (routing.Worker, []routing.Event, error)
 // event of one worker, valid, within the block limits, with an id that is
 // not 0 and one above the previous event's.
 func CheckRun(events []routing.Event) error {
-	if err := checkRunLen(len(events)); err != nil {
-		return err
+	if len(events) == 0 || len(events) > MaxEventsPerBatch {
+		return malformed("batch of %d events, want 1..%d", len(events), MaxEventsPerBatch)
 	}
 	for i := range events {
 		e := &events[i]
@@ -187,14 +184,6 @@ func CheckRun(events []routing.Event) error {
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-	}
-	return nil
-}
-
-// checkRunLen bounds a batch's events.
-func checkRunLen(n int) error {
-	if n == 0 || n > MaxEventsPerBatch {
-		return malformed("batch of %d events, want 1..%d", n, MaxEventsPerBatch)
 	}
 	return nil
 }
