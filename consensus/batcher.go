@@ -116,9 +116,8 @@ func (b *Batcher) Add(events []routing.Event) error {
 // (see Flush). Run returns once ctx ended and its outstanding entries
 // resolved (applied, or failed by a leadership change or shutdown).
 func (b *Batcher) Run(ctx context.Context) {
-	p := newPipe(b.cfg.InFlight)
-	go p.collect(func(err error) {
-		if ctx.Err() == nil {
+	p := newPipe(b.cfg.InFlight, func(_ int, err error) {
+		if err != nil && ctx.Err() == nil {
 			b.n.log.Warn("proposing KV events", "err", err)
 		}
 	})
@@ -149,10 +148,15 @@ func (b *Batcher) Run(ctx context.Context) {
 func (b *Batcher) Flush(ctx context.Context) (int, error) {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
-	q := &waitQueue{max: b.cfg.InFlight}
-	err := b.proposeAll(ctx, b.take(), q)
-	q.drain()
-	return q.done, cmp.Or(q.err, err)
+	done, failed := 0, error(nil)
+	p := newPipe(b.cfg.InFlight, func(batches int, err error) {
+		if failed = cmp.Or(failed, err); err == nil {
+			done += batches
+		}
+	})
+	err := b.proposeAll(ctx, b.take(), p)
+	p.close() // after close, collect has returned: done and failed are settled
+	return done, cmp.Or(failed, err)
 }
 
 // take removes and returns the pending batches.
@@ -164,21 +168,21 @@ func (b *Batcher) take() [][]byte {
 	return all
 }
 
-// proposeAll proposes all as entries, in order, each after s admitted it
-// (s bounds the entries in flight). It stops at the first entry that
+// proposeAll proposes all as entries, in order, each after p admitted it
+// (p bounds the entries in flight). It stops at the first entry that
 // cannot be admitted or proposed; the rest are dropped.
-func (b *Batcher) proposeAll(ctx context.Context, all [][]byte, s sink) error {
+func (b *Batcher) proposeAll(ctx context.Context, all [][]byte, p *pipe) error {
 	for len(all) > 0 {
-		if err := s.admit(ctx); err != nil {
+		if err := p.admit(ctx); err != nil {
 			return err
 		}
 		data, n := b.entry(all)
 		wait, err := b.n.proposeData(ctx, data)
 		if err != nil {
-			s.release()
+			p.release()
 			return err
 		}
-		s.push(proposal{batches: n, wait: wait})
+		p.push(proposal{batches: n, wait: wait})
 		all = all[n:]
 	}
 	return nil
