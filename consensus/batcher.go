@@ -206,8 +206,7 @@ func (b *Batcher) entry(all [][]byte) ([]byte, int) {
 		}
 		n++
 	}
-	data := make([]byte, 0, size)
-	data = append(data, byte(TypeKVEvents), payloadVersion)
+	data := append(make([]byte, 0, size), byte(TypeKVEvents), payloadVersion)
 	for _, batch := range all[:n] {
 		data = protowire.AppendTag(data, batchesField, protowire.BytesType)
 		data = protowire.AppendBytes(data, batch)

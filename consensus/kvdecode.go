@@ -155,19 +155,25 @@ func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) ([]routing.Event, b
 func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, good, ok bool) {
 	r := fieldReader{p: p}
 	var tier int32
-	hasData := false
 	for len(r.p) > 0 {
-		// A second member of the oneof is not canonical.
 		f, ok := r.next(0)
 		switch {
-		case !ok || hasData:
+		case !ok || e.Kind != 0:
+			// A field after the data member: a second member of the oneof
+			// is not canonical.
 			ok = false
 		case f.num == fieldEventID:
 			e.ID, ok = f.v, f.typ == protowire.VarintType
 		case f.num == fieldEventTier:
 			tier, ok = int32(f.v), f.typ == protowire.VarintType
-		case f.num >= fieldEventStored && f.num <= fieldEventCleared && f.typ == protowire.BytesType:
-			hasData, ok = true, decodeDataFast(&e, f.num, f.b, arena)
+		case f.typ != protowire.BytesType:
+			ok = false
+		case f.num == fieldEventStored:
+			e.Kind, ok = routing.EventStored, decodeStoredFast(&e, f.b, arena)
+		case f.num == fieldEventRemoved:
+			e.Kind, ok = routing.EventRemoved, decodeRemovedFast(&e, f.b)
+		case f.num == fieldEventCleared:
+			e.Kind, ok = routing.EventCleared, len(f.b) == 0
 		default:
 			ok = false
 		}
@@ -176,21 +182,7 @@ func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, g
 		}
 	}
 	e.Tier = routing.Tier(tier)
-	return e, hasData && tier >= 0, true
-}
-
-// decodeDataFast decodes the oneof member num of an event into e.
-func decodeDataFast(e *routing.Event, num protowire.Number, p []byte, arena *[]routing.StoredBlock) bool {
-	switch num {
-	case fieldEventStored:
-		e.Kind = routing.EventStored
-		return decodeStoredFast(e, p, arena)
-	case fieldEventRemoved:
-		e.Kind = routing.EventRemoved
-		return decodeRemovedFast(e, p)
-	}
-	e.Kind = routing.EventCleared
-	return len(p) == 0
+	return e, e.Kind != 0 && tier >= 0, true
 }
 
 // decodeStoredFast decodes a Stored message.

@@ -64,12 +64,11 @@ func (r *raftIngest) sync() {
 }
 
 // cursor is the proposed cursor of w, or the replicated one.
-func (r *raftIngest) cursor(w routing.Worker) uint64 {
+func (r *raftIngest) cursor(w routing.Worker) (uint64, bool) {
 	if c, ok := r.cursors[w]; ok {
-		return c
+		return c, true
 	}
-	c, _ := r.cn.FSM().Cursor(w)
-	return c
+	return r.cn.FSM().Cursor(w)
 }
 
 // Apply implements fleet.Index: it checks the event's id and queues
@@ -94,7 +93,7 @@ func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
 	}
 	r.sync()
 	w := events[0].Worker
-	cur := r.cursor(w)
+	cur, _ := r.cursor(w)
 	n := 0
 	var stop error
 	for ; n < len(events); n++ {
@@ -167,8 +166,5 @@ func (r *raftIngest) Cursor(w routing.Worker) (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sync()
-	if c, ok := r.cursors[w]; ok {
-		return c, true
-	}
-	return r.cn.FSM().Cursor(w)
+	return r.cursor(w)
 }
