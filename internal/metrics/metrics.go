@@ -45,10 +45,6 @@ type Metrics struct {
 	// outcome ("ok", "error").
 	EventGaps prometheus.Counter
 	Resyncs   *prometheus.CounterVec
-	// RaftIndexErrors counts KV events the raft FSM applied to its tables
-	// whose outcome in the in-memory exact index differed; each made the
-	// FSM rebuild the rank's index from its tables.
-	RaftIndexErrors prometheus.Counter
 	// NATSConnected is 1 while the node's NATS connection is up.
 	NATSConnected prometheus.Gauge
 
@@ -56,6 +52,11 @@ type Metrics struct {
 	// counts binds, hits, rebinds, invalidations and expiries.
 	SessionBindings prometheus.Gauge
 	AffinityEvents  *prometheus.CounterVec
+
+	// RaftIndexErrors counts KV events the raft FSM applied to its tables
+	// whose outcome in the in-memory exact index differed; each made the
+	// FSM rebuild the rank's index from its tables.
+	RaftIndexErrors prometheus.Counter
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -87,15 +88,16 @@ func New() *Metrics {
 	m.EventsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_applied_total", Help: "KV events handled by kind and status."}, []string{"kind", "status"})
 	m.EventGaps = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_gaps_total", Help: "Gaps detected in engines' KV event streams."})
 	m.Resyncs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_resyncs_total", Help: "Snapshot resyncs of an engine rank by outcome."}, []string{"outcome"})
-	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
 	m.NATSConnected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_nats_connected", Help: "1 while the NATS connection is up."})
 	m.SessionBindings = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_affinity_bindings", Help: "Live session bindings."})
 	m.AffinityEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_affinity_events_total", Help: "Session affinity events (bind, hit, rebind, invalidate, expire, unbind)."}, []string{"event"})
 	for _, c := range []prometheus.Collector{m.Requests, m.TTFT, m.ITL, m.InputTokens, m.OutputTokens, m.PredictedHitRate,
 		m.Overhead, m.EngineUnreachable, m.WorkerActivePrefillTokens, m.WorkerActiveDecodeBlocks, m.Workers, m.EventsApplied, m.EventGaps,
-		m.Resyncs, m.RaftIndexErrors, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
+		m.Resyncs, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
 		f(c)
 	}
+	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
+	f(m.RaftIndexErrors)
 	return m
 }
 
