@@ -12,57 +12,48 @@ import (
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
-// Apply is the one write path: encode, size check, then on the leader
-// stamp the time and raft.Apply with a timeout, on a follower forward to
-// the leader; the FSM's result is unwrapped and returned. A business
-// outcome (a lost bind) is in the result's code, not in the error.
+// Apply is the one write path: propose, then wait. On the leader the
+// command is validated, stamped with the time and encoded once, then
+// raft.Apply'd with a timeout; a follower encodes it and forwards it to
+// the leader. The FSM's result is unwrapped and returned. A business
+// outcome (a lost bind) is in the result's code, not in the error. m is
+// stamped in place.
 //
 // Errors: ErrBadCommand, ErrTooLarge, ErrNotReady, ErrNoLeader and
 // ErrForwardLoop mean nothing was proposed; ErrIndeterminate means the
 // command may have committed, so retry with the same request id;
 // ErrHalted means this node's FSM stopped.
 func (n *Node) Apply(ctx context.Context, m proto.Message) (*kvrpb.RaftResult, error) {
-	data, err := Encode(m)
-	if err != nil {
-		return nil, err
-	}
-	return n.applyBytes(ctx, data, false)
-}
-
-// applyBytes routes an encoded command to the local raft or the leader.
-// A call that was forwarded already is never forwarded again.
-func (n *Node) applyBytes(ctx context.Context, data []byte, forwarded bool) (*kvrpb.RaftResult, error) {
-	if len(data) > n.cfg.MaxCommandBytes {
-		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
-	}
-	if n.IsLeader() {
-		return n.applyLocal(ctx, data)
-	}
-	if forwarded {
-		return nil, ErrForwardLoop
-	}
-	return n.forward(ctx, data)
-}
-
-// applyLocal validates, stamps and proposes a command on the leader, and
-// waits for the FSM's result.
-func (n *Node) applyLocal(ctx context.Context, data []byte) (*kvrpb.RaftResult, error) {
-	wait, err := n.proposeLocal(ctx, data)
+	wait, err := n.propose(ctx, m)
 	if err != nil {
 		return nil, err
 	}
 	return wait()
 }
 
-// proposeLocal decodes a command for proposeMessage. The leader
-// re-validates forwarded bytes because an entry the FSM cannot decode
-// would halt every node.
-func (n *Node) proposeLocal(ctx context.Context, data []byte) (func() (*kvrpb.RaftResult, error), error) {
-	d, err := decode(data)
-	if err != nil || d.skip {
-		return nil, fmt.Errorf("%w: not a known command", ErrBadCommand)
+// applyBytes applies a follower's forwarded command, or forwards it when
+// this node is not the leader either, unless it was forwarded already.
+func (n *Node) applyBytes(ctx context.Context, data []byte, forwarded bool) (*kvrpb.RaftResult, error) {
+	if len(data) > n.cfg.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}
-	return n.proposeMessage(ctx, d.t, d.m)
+	if n.IsLeader() {
+		// The leader re-validates forwarded bytes (and stamps its time):
+		// an entry the FSM cannot decode would halt every node.
+		d, err := decode(data)
+		if err != nil || d.skip {
+			return nil, fmt.Errorf("%w: not a known command", ErrBadCommand)
+		}
+		wait, err := n.proposeMessage(ctx, d.t, d.m)
+		if err != nil {
+			return nil, err
+		}
+		return wait()
+	}
+	if forwarded {
+		return nil, ErrForwardLoop
+	}
+	return n.forward(ctx, data)
 }
 
 // proposeMessage validates, stamps (in place), encodes and enqueues a
@@ -83,6 +74,12 @@ func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (fun
 	if err != nil {
 		return nil, err
 	}
+	return n.proposeEncoded(ctx, s.name, data)
+}
+
+// proposeEncoded enqueues an encoded, validated entry on the leader and
+// returns a function that waits for its result.
+func (n *Node) proposeEncoded(ctx context.Context, name string, data []byte) (func() (*kvrpb.RaftResult, error), error) {
 	if len(data) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}
@@ -95,7 +92,7 @@ func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (fun
 	n.propMu.RUnlock()
 	return func() (*kvrpb.RaftResult, error) {
 		if err := n.await(f); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, s.name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, name, err)
 		}
 		return unwrapResponse(f.Response())
 	}, nil
@@ -127,14 +124,13 @@ func (n *Node) await(f raft.ApplyFuture) error {
 	}
 }
 
-// propose is Apply split in two: it proposes m and returns a function that
-// waits for the result. On the leader m is validated, stamped in place and
-// encoded once, with no round trip through bytes, and the entry is
-// enqueued before propose returns, so successive proposals from one
-// goroutine keep their order and may be in flight together. A follower
-// forwards synchronously (concurrent forwarded calls could reach the
-// leader reordered), so its proposals complete one at a time. The caller
-// must not use m afterwards.
+// propose is Apply's first half: it proposes m and returns a function
+// that waits for the result. On the leader m is validated, stamped in
+// place and encoded once, and the entry is enqueued before propose
+// returns, so successive proposals from one goroutine keep their order
+// and may be in flight together. A follower forwards synchronously
+// (concurrent forwarded calls could reach the leader reordered), so its
+// proposals complete one at a time.
 func (n *Node) propose(ctx context.Context, m proto.Message) (func() (*kvrpb.RaftResult, error), error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
@@ -150,6 +146,22 @@ func (n *Node) propose(ctx context.Context, m proto.Message) (func() (*kvrpb.Raf
 	if err != nil {
 		return nil, err
 	}
+	return n.forwardData(ctx, data)
+}
+
+// proposeData proposes an entry its builder encoded and validated (the
+// Batcher's KV-events entries, which need no stamp): the leader appends
+// it as it is; a follower forwards it, and the leader validates it.
+func (n *Node) proposeData(ctx context.Context, data []byte) (func() (*kvrpb.RaftResult, error), error) {
+	if n.IsLeader() {
+		return n.proposeEncoded(ctx, Type(data[0]).String(), data)
+	}
+	return n.forwardData(ctx, data)
+}
+
+// forwardData forwards an entry to the leader and returns its result as
+// a wait function.
+func (n *Node) forwardData(ctx context.Context, data []byte) (func() (*kvrpb.RaftResult, error), error) {
 	if len(data) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}

@@ -17,17 +17,17 @@ import (
 // does), the second half remove the blocks the first half of the batch
 // depth batches earlier stored, so each rank holds a bounded set of
 // blocks, like an engine whose cache is full.
-func steadyBatch(w routing.Worker, firstID uint64, n int, depth uint64) *kvrpb.KVEventBatch {
-	evs := kvBatch(w, firstID, n/2, firstID).Events
+func steadyBatch(w routing.Worker, firstID uint64, n int, depth uint64) []routing.Event {
+	evs := kvEvents(w, firstID, n/2, firstID)
 	old := firstID - depth*uint64(n)
 	for e := range uint64(n - n/2) {
 		ev := routing.Event{Worker: w, ID: firstID + uint64(n/2) + e, Kind: routing.EventRemoved, Tier: routing.TierDevice}
 		for b := range uint64(4) {
 			ev.Removed = append(ev.Removed, routing.EngineHash(old<<32|e<<8|b))
 		}
-		evs = append(evs, wire.EncodeEvent(&ev))
+		evs = append(evs, ev)
 	}
-	return &kvrpb.KVEventBatch{EngineId: uint64(w.ID), Rank: w.Rank, Incarnation: 1, Events: evs}
+	return evs
 }
 
 // workload names how benchmark batches are built: grow only stores new
@@ -35,14 +35,14 @@ func steadyBatch(w routing.Worker, firstID uint64, n int, depth uint64) *kvrpb.K
 // as many blocks as it stores once each rank holds depth batches.
 type workload struct {
 	name  string
-	batch func(w routing.Worker, firstID uint64, n int) *kvrpb.KVEventBatch
+	batch func(w routing.Worker, firstID uint64, n int) []routing.Event
 }
 
 var (
-	growWorkload = workload{"grow", func(w routing.Worker, id uint64, n int) *kvrpb.KVEventBatch {
-		return kvBatch(w, id, n, id)
+	growWorkload = workload{"grow", func(w routing.Worker, id uint64, n int) []routing.Event {
+		return kvEvents(w, id, n, id)
 	}}
-	steadyWorkload = workload{"steady", func(w routing.Worker, id uint64, n int) *kvrpb.KVEventBatch {
+	steadyWorkload = workload{"steady", func(w routing.Worker, id uint64, n int) []routing.Event {
 		return steadyBatch(w, id, n, 32)
 	}}
 )
@@ -56,7 +56,8 @@ const benchRanks, benchPerBatch = 64, 16
 func entryRound(wl workload, next []uint64) *kvrpb.RaftKVEvents {
 	c := &kvrpb.RaftKVEvents{}
 	for r := range next {
-		c.Batches = append(c.Batches, wl.batch(routing.Worker{ID: routing.WorkerID(r + 1)}, next[r], benchPerBatch))
+		w := routing.Worker{ID: routing.WorkerID(r + 1)}
+		c.Batches = append(c.Batches, wire.EncodeBatch(w, 1, wl.batch(w, next[r], benchPerBatch)))
 		next[r] += benchPerBatch
 	}
 	return c
@@ -124,7 +125,7 @@ func buildRounds(b *testing.B, wl workload) []round {
 		}
 		out[i].data = data
 		for _, batch := range c.Batches {
-			evs, _ := decodeRankBatch(batch)
+			_, evs, _ := wire.BatchEvents(batch)
 			out[i].events = append(out[i].events, evs)
 		}
 	}
@@ -148,7 +149,7 @@ func stageDecodeProto(b *testing.B, _ uint64, r *round) {
 		b.Fatal(err)
 	}
 	for _, batch := range d.m.(*kvrpb.RaftKVEvents).Batches {
-		if _, err := decodeRankBatch(batch); err != nil {
+		if _, _, err := wire.BatchEvents(batch); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
 // ErrBacklog is returned by Batcher.Add when the pending events exceed
@@ -52,8 +54,9 @@ type Batcher struct {
 	cfg  BatcherConfig
 	wake chan struct{}
 
-	mu      sync.Mutex
-	pending []*kvrpb.KVEventBatch
+	mu sync.Mutex
+	// pending holds each queued batch's encoding (a KVEventBatch).
+	pending [][]byte
 	bytes   int
 	flushMu sync.Mutex
 }
@@ -75,12 +78,18 @@ func NewBatcher(n *Node, cfg BatcherConfig) *Batcher {
 	return &Batcher{n: n, cfg: cfg, wake: make(chan struct{}, 1)}
 }
 
-// Add validates one rank's batch and queues it.
-func (b *Batcher) Add(batch *kvrpb.KVEventBatch) error {
-	if _, err := decodeRankBatch(batch); err != nil {
+// Add validates one rank's run of events (wire.CheckRun: one worker,
+// contiguous ids) and queues it as one batch. The batch is encoded here,
+// once: an entry is the concatenation of its batches' encodings.
+func (b *Batcher) Add(events []routing.Event) error {
+	if err := wire.CheckRun(events); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	size := proto.Size(batch)
+	data, err := deterministic.Marshal(wire.EncodeBatch(events[0].Worker, 0, events))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	size := len(data)
 	if size > b.cfg.EntryBytes {
 		return fmt.Errorf("%w: batch of %d bytes over an entry's %d", ErrTooLarge, size, b.cfg.EntryBytes)
 	}
@@ -89,7 +98,7 @@ func (b *Batcher) Add(batch *kvrpb.KVEventBatch) error {
 	if b.bytes+size > b.cfg.BacklogBytes {
 		return fmt.Errorf("%w: %d bytes pending", ErrBacklog, b.bytes)
 	}
-	b.pending = append(b.pending, batch)
+	b.pending = append(b.pending, data)
 	b.bytes += size
 	if b.bytes >= b.cfg.EntryBytes {
 		select {
@@ -107,9 +116,8 @@ func (b *Batcher) Add(batch *kvrpb.KVEventBatch) error {
 // (see Flush). Run returns once ctx ended and its outstanding entries
 // resolved (applied, or failed by a leadership change or shutdown).
 func (b *Batcher) Run(ctx context.Context) {
-	p := newPipe(b.cfg.InFlight)
-	go p.collect(func(err error) {
-		if ctx.Err() == nil {
+	p := newPipe(b.cfg.InFlight, func(_ int, err error) {
+		if err != nil && ctx.Err() == nil {
 			b.n.log.Warn("proposing KV events", "err", err)
 		}
 	})
@@ -140,14 +148,19 @@ func (b *Batcher) Run(ctx context.Context) {
 func (b *Batcher) Flush(ctx context.Context) (int, error) {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
-	q := &waitQueue{max: b.cfg.InFlight}
-	err := b.proposeAll(ctx, b.take(), q)
-	q.drain()
-	return q.done, cmp.Or(q.err, err)
+	done, failed := 0, error(nil)
+	p := newPipe(b.cfg.InFlight, func(batches int, err error) {
+		if failed = cmp.Or(failed, err); err == nil {
+			done += batches
+		}
+	})
+	err := b.proposeAll(ctx, b.take(), p)
+	p.close() // after close, collect has returned: done and failed are settled
+	return done, cmp.Or(failed, err)
 }
 
 // take removes and returns the pending batches.
-func (b *Batcher) take() []*kvrpb.KVEventBatch {
+func (b *Batcher) take() [][]byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	all := b.pending
@@ -155,34 +168,48 @@ func (b *Batcher) take() []*kvrpb.KVEventBatch {
 	return all
 }
 
-// proposeAll proposes all as entries, in order, each after s admitted it
-// (s bounds the entries in flight). It stops at the first entry that
+// proposeAll proposes all as entries, in order, each after p admitted it
+// (p bounds the entries in flight). It stops at the first entry that
 // cannot be admitted or proposed; the rest are dropped.
-func (b *Batcher) proposeAll(ctx context.Context, all []*kvrpb.KVEventBatch, s sink) error {
+func (b *Batcher) proposeAll(ctx context.Context, all [][]byte, p *pipe) error {
 	for len(all) > 0 {
-		if err := s.admit(ctx); err != nil {
+		if err := p.admit(ctx); err != nil {
 			return err
 		}
-		n := b.entry(all)
-		wait, err := b.n.propose(ctx, &kvrpb.RaftKVEvents{Batches: all[:n]})
+		data, n := b.entry(all)
+		wait, err := b.n.proposeData(ctx, data)
 		if err != nil {
-			s.release()
+			p.release()
 			return err
 		}
-		s.push(proposal{batches: n, wait: wait})
+		p.push(proposal{batches: n, wait: wait})
 		all = all[n:]
 	}
 	return nil
 }
 
-// entry returns how many leading batches fit one entry (at least one).
-func (b *Batcher) entry(all []*kvrpb.KVEventBatch) int {
-	size := 0
-	for i, batch := range all {
-		size += proto.Size(batch) + 4
-		if i > 0 && (size > b.cfg.EntryBytes || i == MaxBatchesPerEntry) {
-			return i
+// batchesField is RaftKVEvents' repeated batch field.
+var batchesField = (&kvrpb.RaftKVEvents{}).ProtoReflect().Descriptor().Fields().ByName("batches").Number()
+
+// entry encodes the leading batches that fit one entry (at least one) and
+// returns the entry and how many batches it carries. A message's encoding
+// is its fields' encodings in turn, so each batch's bytes are framed as
+// one batches field, not encoded again: the entry is what marshalling
+// RaftKVEvents would give.
+func (b *Batcher) entry(all [][]byte) ([]byte, int) {
+	size := headerBytes
+	n := 0
+	for n < len(all) && n < MaxBatchesPerEntry {
+		size += protowire.SizeTag(batchesField) + protowire.SizeBytes(len(all[n]))
+		if n > 0 && size > b.cfg.EntryBytes {
+			break
 		}
+		n++
 	}
-	return len(all)
+	data := append(make([]byte, 0, size), byte(TypeKVEvents), payloadVersion)
+	for _, batch := range all[:n] {
+		data = protowire.AppendTag(data, batchesField, protowire.BytesType)
+		data = protowire.AppendBytes(data, batch)
+	}
+	return data, n
 }

@@ -27,7 +27,7 @@ func TestBatcherRunPipelinesInOrder(t *testing.T) {
 	for id := uint64(1); id <= rounds*2; id += 2 {
 		for r := range ranks {
 			w := routing.Worker{ID: routing.WorkerID(r + 1)}
-			if err := b.Add(kvBatch(w, id, 2, id)); err != nil {
+			if err := b.Add(kvEvents(w, id, 2, id)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -63,13 +63,19 @@ func fakeProposal(release chan struct{}, err error) proposal {
 }
 
 // TestPipeBoundsInFlight checks that admit waits while InFlight proposals
-// are unresolved, frees a slot when the oldest resolves, and that close
+// are unresolved, frees a slot when the oldest resolves, that every
+// proposal is reported with its batches and outcome, and that close
 // waits for the rest.
 func TestPipeBoundsInFlight(t *testing.T) {
-	p := newPipe(2)
+	var done int
 	var failures []error
-	var mu sync.Mutex
-	go p.collect(func(err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() })
+	p := newPipe(2, func(batches int, err error) {
+		if err != nil {
+			failures = append(failures, err)
+			return
+		}
+		done += batches
+	})
 	ctx := context.Background()
 	rel := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
 	for i := range 2 {
@@ -91,33 +97,7 @@ func TestPipeBoundsInFlight(t *testing.T) {
 	close(rel[1])
 	close(rel[2])
 	p.close()
-	if len(failures) != 1 {
-		t.Fatalf("failures %v, want the one failed proposal", failures)
-	}
-}
-
-// TestWaitQueueCountsAndStops checks Flush's sink: it waits for the
-// oldest proposal when full, counts committed batches, and refuses
-// further entries after a failure.
-func TestWaitQueueCountsAndStops(t *testing.T) {
-	done := make(chan struct{})
-	close(done)
-	q := &waitQueue{max: 2}
-	for range 3 {
-		if err := q.admit(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		q.push(fakeProposal(done, nil))
-	}
-	if len(q.q) != 2 || q.done != 1 {
-		t.Fatalf("queued %d, done %d; want 2 and 1", len(q.q), q.done)
-	}
-	q.push(fakeProposal(done, errors.New("lost")))
-	q.drain()
-	if q.done != 3 || q.err == nil {
-		t.Fatalf("done %d err %v; want 3 and the failure", q.done, q.err)
-	}
-	if err := q.admit(context.Background()); err == nil {
-		t.Fatal("admit after a failure succeeded")
+	if len(failures) != 1 || done != 2 {
+		t.Fatalf("failures %v, done %d; want the one failed proposal and 2 batches", failures, done)
 	}
 }

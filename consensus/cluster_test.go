@@ -183,7 +183,7 @@ func TestKVEventsReplicatedToEveryIndex(t *testing.T) {
 	for wid := range 8 {
 		w := routing.Worker{ID: routing.WorkerID(wid + 1)}
 		for id := uint64(1); id <= 10; id += 2 {
-			if err := b.Add(kvBatch(w, id, 2, uint64(wid))); err != nil {
+			if err := b.Add(kvEvents(w, id, 2, uint64(wid))); err != nil {
 				t.Fatal(err)
 			}
 		}

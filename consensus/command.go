@@ -113,10 +113,13 @@ func Encode(m proto.Message) ([]byte, error) {
 	return encodeTyped(t, m)
 }
 
+// deterministic is how every payload is marshalled.
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
 // encodeTyped marshals m behind the envelope for type t.
 func encodeTyped(t Type, m proto.Message) ([]byte, error) {
 	buf := []byte{byte(t), payloadVersion}
-	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, m)
+	out, err := deterministic.MarshalAppend(buf, m)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}

@@ -30,9 +30,15 @@
 //     apply, where a failure is CodeInvalid), including every length the
 //     store bounds (session DC, request ids, worker records), so a write
 //     the store would refuse never reaches the log.
-//   - KV events are coalesced by Batcher into RaftKVEvents entries; the FSM
-//     applies them to its ownership tables and cursors and to an in-memory
-//     routing/index.Exact on every node, with the index's cursor rules.
+//   - KV events are coalesced by Batcher into RaftKVEvents entries. Add
+//     takes one rank's events as the event plane decoded them, checks
+//     their shape (wire.CheckRun) and encodes them once; an entry frames
+//     those encodings as they are. The FSM admits each event with
+//     index.CheckNext against the rank's one cursor, in its tables, then
+//     applies it to the tables and to the in-memory routing/index.Exact
+//     (ApplyAdmitted). An index outcome that differs from the tables' is
+//     counted (Deps.Metrics, kvrouter_raft_index_errors_total), logged and
+//     repaired by rebuilding the rank's index from the tables.
 //     On the leader the Batcher keeps up to BatcherConfig.InFlight entries
 //     proposed and unapplied: raft.Apply enqueues before it returns, so
 //     entries proposed from one goroutine keep their order without
@@ -40,11 +46,13 @@
 //     a time, since concurrent forwarded calls could reach the leader out
 //     of order and a reordered rank batch is a gap.
 //   - The FSM decodes KV-events entries straight into routing events
-//     (kvdecode.go): decoding through protobuf messages cost more than
-//     applying. The direct decoder takes only the canonical encoding the
-//     leader writes and leaves anything else to protobuf, so both paths
-//     give the same result (FuzzDecodeKVEventsFast) and a bad entry
-//     halts the FSM exactly as before.
+//     (kvdecode.go). It takes only the canonical encoding the leader
+//     writes and leaves anything else to protobuf and wire.BatchEvents, so
+//     both give the same result (FuzzDecodeKVEventsFast) and judge batches
+//     with wire.CheckRun. It stays on measurement (docs/benchmarks.md,
+//     BenchmarkKVEventsThroughRaft/steady, interleaved): without it the
+//     path costs 1.39 times the CPU per event, as every node decodes every
+//     entry, and 1.28 times the path before the batcher encoded once.
 //   - Node.ReplaceRank replaces one rank's ownership, engine block ids
 //     and cursor with an engine snapshot through RaftReplaceRank chunks
 //     below half of MaxCommandBytes: the first drops the rank, every
@@ -61,9 +69,10 @@
 //     ms budget.
 //   - FSM.StateHash is an XXH3-64 of a canonical encoding of every table;
 //     nodes of one build at the same applied index report the same hash.
-//   - The write path (Node.Apply) is encode → size check → raft.Apply with
-//     timeout → unwrap. A timeout or lost leadership is ErrIndeterminate,
-//     never a failure: retry with the same request id (Node.ApplyRetry);
+//   - The write path (Node.Apply) is propose then wait: validate → stamp
+//     → encode once → size check → raft.Apply with timeout on the leader,
+//     encode → forward on a follower; then unwrap. A timeout or lost
+//     leadership is ErrIndeterminate, never a failure: retry with the same request id (Node.ApplyRetry);
 //     the FSM answers a remembered request id (RememberedRequests, FIFO)
 //     with its first result.
 //   - A follower forwards writes to the leader over gRPC (RaftForward),

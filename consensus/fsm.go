@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing/index"
 )
@@ -48,6 +49,8 @@ type FSM struct {
 	durableFailed bool
 	// watch records the ownership changes of every entry (watch_ring.go).
 	watch *OwnershipLog
+	// metrics counts index errors (nil counts nothing); Deps.Metrics.
+	metrics *metrics.Metrics
 }
 
 var (

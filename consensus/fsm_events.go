@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/wire"
 	"github.com/kvrouter/kvrouter/store"
 )
@@ -28,7 +29,7 @@ var kvEventsSpec = spec{
 		if !ok {
 			return nil, false
 		}
-		return f.applyRankBatches(batches), true
+		return f.applyBatches(batches), true
 	},
 	stamp:    func(proto.Message, int64) {},
 	validate: func(m proto.Message) error { return validateKVEvents(m.(*kvrpb.RaftKVEvents)) },
@@ -40,93 +41,84 @@ func validateKVEvents(c *kvrpb.RaftKVEvents) error {
 		return fmt.Errorf("%d batches, want 1..%d", len(c.Batches), MaxBatchesPerEntry)
 	}
 	for _, b := range c.Batches {
-		if _, err := decodeRankBatch(b); err != nil {
+		if _, _, err := wire.BatchEvents(b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodeRankBatch converts one rank's wire batch to routing events with
-// contiguous ids.
-func decodeRankBatch(b *kvrpb.KVEventBatch) ([]routing.Event, error) {
-	w := routing.Worker{ID: routing.WorkerID(b.GetEngineId()), Rank: b.GetRank()}
-	if len(b.GetEvents()) == 0 || len(b.GetEvents()) > wire.MaxEventsPerBatch {
-		return nil, fmt.Errorf("worker %v: batch of %d events", w, len(b.GetEvents()))
-	}
-	out := make([]routing.Event, len(b.Events))
-	for i, pe := range b.Events {
-		e, err := wire.DecodeEvent(w, pe)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 && e.ID != out[i-1].ID+1 {
-			return nil, fmt.Errorf("worker %v: event ids %d then %d", w, out[i-1].ID, e.ID)
-		}
-		out[i] = e
-	}
-	return out, nil
-}
-
 // kvEvents applies every batch to the ownership tables and to the index.
 // A batch that does not decode is skipped whole (the leader validates
-// before proposing, so this only happens across a decoder change); the
-// count is the number of events applied.
+// before proposing, so this only happens across a decoder change).
 func (f *FSM) kvEvents(c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
-	batches := make([]rankBatch, len(c.Batches))
+	batches := make([][]routing.Event, len(c.Batches))
 	for i, b := range c.Batches {
-		events, err := decodeRankBatch(b)
-		batches[i] = rankBatch{events: events, bad: err != nil}
+		_, batches[i], _ = wire.BatchEvents(b) // nil when it does not decode
 	}
-	return f.applyRankBatches(batches)
+	return f.applyBatches(batches)
 }
 
-// applyRankBatches applies decoded batches, skipping the bad ones.
-func (f *FSM) applyRankBatches(batches []rankBatch) *kvrpb.RaftResult {
+// applyBatches applies decoded batches (nil ones change nothing) and
+// counts the events applied.
+func (f *FSM) applyBatches(batches [][]routing.Event) *kvrpb.RaftResult {
 	n := 0
-	for _, b := range batches {
-		if b.bad {
-			continue
-		}
-		for i := range b.events {
-			if f.applyEvent(&b.events[i]) {
+	for _, events := range batches {
+		for i := range events {
+			if f.applyEvent(&events[i]) {
 				n++
 			}
-			// The index applies the same cursor rules; its errors
-			// (stale, gap, unknown parent) mirror applyEvent's outcome.
-			_ = f.idx.Apply(&b.events[i])
 		}
 	}
 	return counted(n)
 }
 
-// applyEvent applies one event to the ownership tables with the exact
-// index's rules (see routing/index): id cursor+1 applies, an id of 1 after
-// a cursor above 1 is an engine restart, a duplicate or a gap changes
-// nothing. It reports whether the event's id was consumed.
+// applyEvent applies one event whose id the rank's cursor admits
+// (index.CheckNext) to the ownership tables and then to the index, and
+// reports whether it applied. A duplicate or a gap changes nothing.
 func (f *FSM) applyEvent(ev *routing.Event) bool {
 	w := ev.Worker
 	cur, _ := f.st.Cursor(w)
-	switch {
-	case ev.ID == cur+1:
-	case ev.ID == 1 && cur > 1:
-		f.st.ClearRank(w)
-		f.watch.rankCleared(w) // Ownership change stream.
-	default:
+	restart, err := index.CheckNext(ev, cur)
+	if err != nil {
 		return false
 	}
+	if restart {
+		f.st.ClearRank(w)
+		f.watch.rankCleared(w) // Ownership change stream.
+	}
 	f.st.SetCursor(w, ev.ID)
-	f.applyBody(ev)
+	placed := f.applyBody(ev)
+	f.followIndex(ev, restart, placed)
 	return true
 }
 
+// followIndex applies an event the tables took to the index. The index
+// holds the same blocks, so its one expected error is the unknown parent
+// that kept the tables from placing the event too (placed false). Any
+// other outcome means it no longer matches the tables: the error is
+// counted (kvrouter_raft_index_errors_total) and logged, and the rank's
+// index entries are rebuilt from the tables, which are authoritative.
+func (f *FSM) followIndex(ev *routing.Event, restart, placed bool) {
+	err := f.idx.ApplyAdmitted(ev, restart)
+	if placed && err == nil || !placed && errors.Is(err, index.ErrUnknownParent) {
+		return
+	}
+	f.metrics.RaftIndexError()
+	f.log.Warn("exact index diverged from the FSM's tables; rebuilding the rank",
+		"worker", ev.Worker.String(), "event", ev.ID, "placed", placed, "err", err)
+	cur, _ := f.st.Cursor(ev.Worker)
+	f.rebuildRank(ev.Worker, cur)
+}
+
 // applyBody applies an event's blocks to the ownership tables, whatever
-// its id.
-func (f *FSM) applyBody(ev *routing.Event) {
+// its id. It reports false for a stored event whose parent is unknown,
+// which places nothing.
+func (f *FSM) applyBody(ev *routing.Event) bool {
 	bit := uint8(1) << ev.Tier
 	switch ev.Kind {
 	case routing.EventStored:
-		f.storeBlocks(ev, bit)
+		return f.storeBlocks(ev, bit)
 	case routing.EventRemoved:
 		for _, eh := range ev.Removed {
 			f.removeBlock(ev.Worker, eh, bit)
@@ -135,18 +127,19 @@ func (f *FSM) applyBody(ev *routing.Event) {
 		f.st.ClearRank(ev.Worker)
 		f.watch.rankCleared(ev.Worker) // Ownership change stream.
 	}
+	return true
 }
 
 // storeBlocks places a stored event's blocks, chaining sequence hashes
 // from the parent (or from the first block when there is none). An
-// unknown parent places nothing.
-func (f *FSM) storeBlocks(ev *routing.Event, bit uint8) {
+// unknown parent places nothing and returns false.
+func (f *FSM) storeBlocks(ev *routing.Event, bit uint8) bool {
 	w := ev.Worker
 	var prev routing.SeqHash
 	if ev.HasParent {
 		p, ok := f.st.Block(w, ev.Parent)
 		if !ok {
-			return
+			return false
 		}
 		prev = p
 	}
@@ -170,6 +163,7 @@ func (f *FSM) storeBlocks(ev *routing.Event, bit uint8) {
 		}
 		f.st.SetTiers(w, seq, t|bit)
 	}
+	return true
 }
 
 // removeBlock drops the block named by eh from a tier, forgetting the

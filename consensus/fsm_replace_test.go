@@ -252,7 +252,7 @@ func TestReplaceRankOnCluster(t *testing.T) {
 	}
 	w, v := routing.Worker{ID: 4}, routing.Worker{ID: 4, Rank: 1}
 	b := NewBatcher(fl, BatcherConfig{})
-	for _, batch := range []*kvrpb.KVEventBatch{kvBatch(w, 1, 3, 9), kvBatch(v, 1, 2, 8)} {
+	for _, batch := range [][]routing.Event{kvEvents(w, 1, 3, 9), kvEvents(v, 1, 2, 8)} {
 		if err := b.Add(batch); err != nil {
 			t.Fatal(err)
 		}

@@ -196,8 +196,13 @@ func TestEncodeRejects(t *testing.T) {
 	}
 }
 
-// kvBatch builds a batch of stored events: one chain of n blocks per event.
+// kvBatch builds a batch of kvEvents.
 func kvBatch(w routing.Worker, firstID uint64, events int, salt uint64) *kvrpb.KVEventBatch {
+	return wire.EncodeBatch(w, 1, kvEvents(w, firstID, events, salt))
+}
+
+// kvEvents builds a run of stored events: one chain of 4 blocks per event.
+func kvEvents(w routing.Worker, firstID uint64, events int, salt uint64) []routing.Event {
 	var evs []routing.Event
 	for e := range events {
 		ev := routing.Event{Worker: w, ID: firstID + uint64(e), Kind: routing.EventStored, Tier: routing.TierDevice}
@@ -207,7 +212,7 @@ func kvBatch(w routing.Worker, firstID uint64, events int, salt uint64) *kvrpb.K
 		}
 		evs = append(evs, ev)
 	}
-	return wire.EncodeBatch(w, 1, evs)
+	return evs
 }
 
 // memSink is a raft.SnapshotSink in memory.

@@ -7,13 +7,6 @@ import (
 	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
-// rankBatch is one rank's batch of a KV-events entry as the fast decoder
-// returns it: its events, or bad when decodeRankBatch would refuse it.
-type rankBatch struct {
-	events []routing.Event
-	bad    bool
-}
-
 // Field numbers of the KV-event messages (proto/kvr/v1/fleet.proto
 // and raft.proto) the fast decoder reads.
 const (
@@ -35,16 +28,17 @@ const (
 )
 
 // decodeKVEventsFast decodes a RaftKVEvents payload straight into routing
-// events, without building the protobuf messages: on every node, decoding
+// events, one slice per batch (nil for a batch wire.BatchEvents would
+// refuse), without building the protobuf messages: on every node, decoding
 // cost more than applying (BenchmarkApplyKVEventsStages). It accepts only
 // the canonical encoding the leader writes (deterministic marshal): known
 // fields, in field order, each scalar at most once, repeated fields
 // contiguous, packed removals. For such input its result is, by
-// construction, what proto.Unmarshal then decodeRankBatch give, and
+// construction, what proto.Unmarshal then wire.BatchEvents give, and
 // FuzzDecodeKVEventsFast checks it. Anything else returns ok false and
 // the caller takes the protobuf path, which decides whether the entry is
 // malformed. It never panics.
-func decodeKVEventsFast(p []byte) (out []rankBatch, ok bool) {
+func decodeKVEventsFast(p []byte) (out [][]routing.Event, ok bool) {
 	// An encoded stored block takes 20 bytes, so this is room for every
 	// block of an entry that is mostly stored events.
 	arena := make([]routing.StoredBlock, 0, len(p)/20)
@@ -75,143 +69,111 @@ type fieldReader struct {
 	last protowire.Number
 }
 
-// next returns the next field's number, type and the bytes after its tag;
-// ok false at a malformed tag or out-of-order field. repeated names the
-// one field number allowed to repeat.
-func (r *fieldReader) next(repeated protowire.Number) (protowire.Number, protowire.Type, bool) {
+// field is one field as fieldReader.next reads it: its number, wire type
+// and value (v for a varint or a fixed64, b for bytes).
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   uint64
+	b   []byte
+}
+
+// next reads the next field; ok is false at a malformed field, a wire
+// type the KV-event messages do not use, or an out-of-order field.
+// repeated names the one field number allowed to repeat.
+func (r *fieldReader) next(repeated protowire.Number) (f field, ok bool) {
 	num, typ, n := protowire.ConsumeTag(r.p)
 	if n < 0 || num < r.last || num == r.last && num != repeated {
-		return 0, 0, false
+		return f, false
 	}
-	r.last, r.p = num, r.p[n:]
-	return num, typ, true
-}
-
-// varint consumes a varint value.
-func (r *fieldReader) varint(typ protowire.Type) (uint64, bool) {
-	if typ != protowire.VarintType {
-		return 0, false
+	f.num, f.typ = num, typ
+	p := r.p[n:]
+	switch typ {
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(p)
+	case protowire.Fixed64Type:
+		f.v, n = protowire.ConsumeFixed64(p)
+	case protowire.BytesType:
+		f.b, n = protowire.ConsumeBytes(p)
+	default:
+		return f, false
 	}
-	v, n := protowire.ConsumeVarint(r.p)
 	if n < 0 {
-		return 0, false
+		return f, false
 	}
-	r.p = r.p[n:]
-	return v, true
+	r.last, r.p = num, p[n:]
+	return f, true
 }
 
-// fixed64 consumes a fixed64 value.
-func (r *fieldReader) fixed64(typ protowire.Type) (uint64, bool) {
-	if typ != protowire.Fixed64Type {
-		return 0, false
-	}
-	v, n := protowire.ConsumeFixed64(r.p)
-	if n < 0 {
-		return 0, false
-	}
-	r.p = r.p[n:]
-	return v, true
-}
-
-// bytes consumes a length-delimited value.
-func (r *fieldReader) bytes(typ protowire.Type) ([]byte, bool) {
-	if typ != protowire.BytesType {
-		return nil, false
-	}
-	v, n := protowire.ConsumeBytes(r.p)
-	if n < 0 {
-		return nil, false
-	}
-	r.p = r.p[n:]
-	return v, true
-}
-
-// decodeBatchFast decodes one KVEventBatch and judges it as
-// decodeRankBatch does. Blocks are carved from arena.
-func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) (rankBatch, bool) {
+// decodeBatchFast decodes one KVEventBatch; its events are nil when
+// wire.BatchEvents would refuse it. Blocks are carved from arena.
+func decodeBatchFast(p []byte, arena *[]routing.StoredBlock) ([]routing.Event, bool) {
 	r := fieldReader{p: p}
 	var w routing.Worker
+	bad := false
 	// A 4-block stored event takes about 100 bytes; the estimate saves
 	// most regrowth of the events slice.
-	out := rankBatch{events: make([]routing.Event, 0, len(p)/64+1)}
+	out := make([]routing.Event, 0, len(p)/64+1)
 	for len(r.p) > 0 {
-		num, typ, ok := r.next(fieldBatchEvents)
-		if !ok {
-			return rankBatch{}, false
-		}
-		var v uint64
-		switch num {
-		case fieldBatchEngine:
-			v, ok = r.varint(typ)
-			w.ID = routing.WorkerID(v)
-		case fieldBatchRank:
-			v, ok = r.varint(typ)
-			w.Rank = uint32(v)
-		case fieldBatchIncarn:
-			_, ok = r.varint(typ)
-		case fieldBatchEvents:
-			var body []byte
-			if body, ok = r.bytes(typ); ok {
-				var e routing.Event
-				var good bool
-				e, good, ok = decodeEventFast(body, arena)
-				out.bad = out.bad || !good
-				out.events = append(out.events, e)
-			}
+		f, ok := r.next(fieldBatchEvents)
+		switch {
+		case !ok:
+		case f.num == fieldBatchEngine:
+			w.ID, ok = routing.WorkerID(f.v), f.typ == protowire.VarintType
+		case f.num == fieldBatchRank:
+			w.Rank, ok = uint32(f.v), f.typ == protowire.VarintType
+		case f.num == fieldBatchIncarn:
+			ok = f.typ == protowire.VarintType
+		case f.num == fieldBatchEvents && f.typ == protowire.BytesType:
+			var e routing.Event
+			var good bool
+			e, good, ok = decodeEventFast(f.b, arena)
+			bad = bad || !good
+			out = append(out, e)
 		default:
 			ok = false
 		}
 		if !ok {
-			return rankBatch{}, false
+			return nil, false
 		}
 	}
-	out.bad = out.bad || !checkBatch(out.events)
-	for i := range out.events {
-		out.events[i].Worker = w
+	for i := range out {
+		out[i].Worker = w
+	}
+	// What the routing events can show is judged by the batch rules'
+	// one implementation; decodeEventFast judged the rest.
+	if bad || wire.CheckRun(out) != nil {
+		return nil, true
 	}
 	return out, true
 }
 
-// checkBatch applies decodeRankBatch's batch rules: 1..MaxEventsPerBatch
-// events with contiguous ids.
-func checkBatch(events []routing.Event) bool {
-	if len(events) == 0 || len(events) > wire.MaxEventsPerBatch {
-		return false
-	}
-	for i := 1; i < len(events); i++ {
-		if events[i].ID != events[i-1].ID+1 {
-			return false
-		}
-	}
-	return true
-}
-
-// decodeEventFast decodes one KVEvent; good reports whether
-// wire.DecodeEvent would accept it, ok whether the encoding is canonical.
+// decodeEventFast decodes one KVEvent; ok reports whether the encoding is
+// canonical, good whether the event has what a routing event cannot show
+// and wire.DecodeEvent requires: one data member and a tier that is not
+// negative (wire.CheckRun judges the rest).
 func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, good, ok bool) {
 	r := fieldReader{p: p}
 	var tier int32
-	kind := -1
 	for len(r.p) > 0 {
-		num, typ, ok := r.next(0)
-		if !ok || kind >= 0 {
-			// A second member of the oneof is not canonical.
-			return e, false, false
-		}
-		var v uint64
-		var body []byte
-		switch num {
-		case fieldEventID:
-			v, ok = r.varint(typ)
-			e.ID = v
-		case fieldEventTier:
-			v, ok = r.varint(typ)
-			tier = int32(v)
-		case fieldEventStored, fieldEventRemoved, fieldEventCleared:
-			if body, ok = r.bytes(typ); ok {
-				kind = int(num)
-				ok = decodeDataFast(&e, num, body, arena)
-			}
+		f, ok := r.next(0)
+		switch {
+		case !ok || e.Kind != 0:
+			// A field after the data member: a second member of the oneof
+			// is not canonical.
+			ok = false
+		case f.num == fieldEventID:
+			e.ID, ok = f.v, f.typ == protowire.VarintType
+		case f.num == fieldEventTier:
+			tier, ok = int32(f.v), f.typ == protowire.VarintType
+		case f.typ != protowire.BytesType:
+			ok = false
+		case f.num == fieldEventStored:
+			e.Kind, ok = routing.EventStored, decodeStoredFast(&e, f.b, arena)
+		case f.num == fieldEventRemoved:
+			e.Kind, ok = routing.EventRemoved, decodeRemovedFast(&e, f.b)
+		case f.num == fieldEventCleared:
+			e.Kind, ok = routing.EventCleared, len(f.b) == 0
 		default:
 			ok = false
 		}
@@ -220,23 +182,7 @@ func decodeEventFast(p []byte, arena *[]routing.StoredBlock) (e routing.Event, g
 		}
 	}
 	e.Tier = routing.Tier(tier)
-	good = kind >= 0 && e.ID != 0 && tier >= 0 && e.Tier.Valid() && e.Validate() == nil &&
-		len(e.Blocks) <= wire.MaxBlocksPerEvent && len(e.Removed) <= wire.MaxBlocksPerEvent
-	return e, good, true
-}
-
-// decodeDataFast decodes the oneof member num of an event into e.
-func decodeDataFast(e *routing.Event, num protowire.Number, p []byte, arena *[]routing.StoredBlock) bool {
-	switch num {
-	case fieldEventStored:
-		e.Kind = routing.EventStored
-		return decodeStoredFast(e, p, arena)
-	case fieldEventRemoved:
-		e.Kind = routing.EventRemoved
-		return decodeRemovedFast(e, p)
-	}
-	e.Kind = routing.EventCleared
-	return len(p) == 0
+	return e, e.Kind != 0 && tier >= 0, true
 }
 
 // decodeStoredFast decodes a Stored message.
@@ -244,22 +190,15 @@ func decodeStoredFast(e *routing.Event, p []byte, arena *[]routing.StoredBlock) 
 	r := fieldReader{p: p}
 	start := len(*arena)
 	for len(r.p) > 0 {
-		num, typ, ok := r.next(fieldStoredBlocks)
-		if !ok {
-			return false
-		}
-		switch num {
-		case fieldStoredParent:
-			var v uint64
-			v, ok = r.fixed64(typ)
-			e.Parent, e.HasParent = routing.EngineHash(v), true
-		case fieldStoredBlocks:
-			var body []byte
-			if body, ok = r.bytes(typ); ok {
-				var b routing.StoredBlock
-				b, ok = decodeBlockFast(body)
-				*arena = append(*arena, b)
-			}
+		f, ok := r.next(fieldStoredBlocks)
+		switch {
+		case !ok:
+		case f.num == fieldStoredParent && f.typ == protowire.Fixed64Type:
+			e.Parent, e.HasParent = routing.EngineHash(f.v), true
+		case f.num == fieldStoredBlocks && f.typ == protowire.BytesType:
+			var b routing.StoredBlock
+			b, ok = decodeBlockFast(f.b)
+			*arena = append(*arena, b)
 		default:
 			ok = false
 		}
@@ -273,26 +212,18 @@ func decodeStoredFast(e *routing.Event, p []byte, arena *[]routing.StoredBlock) 
 }
 
 // decodeBlockFast decodes a StoredBlock message.
-func decodeBlockFast(p []byte) (routing.StoredBlock, bool) {
+func decodeBlockFast(p []byte) (b routing.StoredBlock, ok bool) {
 	r := fieldReader{p: p}
-	var b routing.StoredBlock
 	for len(r.p) > 0 {
-		num, typ, ok := r.next(0)
-		if !ok {
+		f, ok := r.next(0)
+		switch {
+		case !ok || f.typ != protowire.Fixed64Type:
 			return b, false
-		}
-		var v uint64
-		switch num {
-		case fieldBlockEngine:
-			v, ok = r.fixed64(typ)
-			b.Engine = routing.EngineHash(v)
-		case fieldBlockLocal:
-			v, ok = r.fixed64(typ)
-			b.Local = routing.LocalHash(v)
+		case f.num == fieldBlockEngine:
+			b.Engine = routing.EngineHash(f.v)
+		case f.num == fieldBlockLocal:
+			b.Local = routing.LocalHash(f.v)
 		default:
-			ok = false
-		}
-		if !ok {
 			return b, false
 		}
 	}
@@ -303,17 +234,13 @@ func decodeBlockFast(p []byte) (routing.StoredBlock, bool) {
 func decodeRemovedFast(e *routing.Event, p []byte) bool {
 	r := fieldReader{p: p}
 	for len(r.p) > 0 {
-		num, typ, ok := r.next(0)
-		if !ok || num != fieldRemovedHashes {
+		f, ok := r.next(0)
+		if !ok || f.num != fieldRemovedHashes || f.typ != protowire.BytesType || len(f.b)%8 != 0 {
 			return false
 		}
-		body, ok := r.bytes(typ)
-		if !ok || len(body)%8 != 0 {
-			return false
-		}
-		e.Removed = make([]routing.EngineHash, len(body)/8)
+		e.Removed = make([]routing.EngineHash, len(f.b)/8)
 		for i := range e.Removed {
-			v, _ := protowire.ConsumeFixed64(body[8*i:])
+			v, _ := protowire.ConsumeFixed64(f.b[8*i:])
 			e.Removed[i] = routing.EngineHash(v)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // kvDecodeSeeds are canonical KV-events payloads: good batches of every
-// event kind, and batches decodeRankBatch refuses.
+// event kind, and batches wire.BatchEvents refuses.
 func kvDecodeSeeds(t testing.TB) [][]byte {
 	w, v := routing.Worker{ID: 3, Rank: 1}, routing.Worker{ID: 1 << 40}
 	parent := storedEvent(w, 9, 5, 2)
@@ -23,7 +23,7 @@ func kvDecodeSeeds(t testing.TB) [][]byte {
 	badTier.Events[0].Tier = 7
 	gap := wire.EncodeBatch(w, 1, []routing.Event{storedEvent(w, 1, 1, 1), storedEvent(w, 3, 2, 1)})
 	cmds := []*kvrpb.RaftKVEvents{
-		{Batches: []*kvrpb.KVEventBatch{kvBatch(w, 1, 3, 2), steadyBatch(v, 40, 16, 1)}},
+		{Batches: []*kvrpb.KVEventBatch{kvBatch(w, 1, 3, 2), wire.EncodeBatch(v, 1, steadyBatch(v, 40, 16, 1))}},
 		{Batches: []*kvrpb.KVEventBatch{wire.EncodeBatch(w, 0, []routing.Event{parent, cleared})}},
 		{Batches: []*kvrpb.KVEventBatch{idZero, badTier, gap, {EngineId: 4}}},
 	}
@@ -38,28 +38,27 @@ func kvDecodeSeeds(t testing.TB) [][]byte {
 	return out
 }
 
-// slowBatches is the protobuf path: Unmarshal, then decodeRankBatch.
-func slowBatches(data []byte) ([]rankBatch, error) {
+// slowBatches is the protobuf path: Unmarshal, then wire.BatchEvents.
+func slowBatches(data []byte) ([][]routing.Event, error) {
 	var c kvrpb.RaftKVEvents
 	if err := proto.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}
-	out := make([]rankBatch, len(c.Batches))
+	out := make([][]routing.Event, len(c.Batches))
 	for i, b := range c.Batches {
-		events, err := decodeRankBatch(b)
-		out[i] = rankBatch{events: events, bad: err != nil}
+		_, out[i], _ = wire.BatchEvents(b)
 	}
 	return out, nil
 }
 
-// sameBatches reports whether two decodings agree on every batch's
-// verdict and on the events of the good ones.
-func sameBatches(a, b []rankBatch) bool {
+// sameBatches reports whether two decodings agree on every batch: nil
+// (refused) for both, or the same events.
+func sameBatches(a, b [][]routing.Event) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].bad != b[i].bad || !a[i].bad && !reflect.DeepEqual(a[i].events, b[i].events) {
+		if (a[i] == nil) != (b[i] == nil) || !reflect.DeepEqual(a[i], b[i]) {
 			return false
 		}
 	}

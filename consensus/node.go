@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/routing/index"
 )
 
@@ -27,6 +28,9 @@ type Deps struct {
 	Snapshots   raft.SnapshotStore
 	State       State
 	Index       *index.Exact
+	// Metrics is the node's metric set, where the FSM counts index
+	// errors; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Node is one router node's member of its DC's raft cluster: the raft
@@ -82,6 +86,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		return nil, err
 	}
 	n.fsm = NewFSM(deps.State, deps.Index, n.log)
+	n.fsm.metrics = deps.Metrics
 	rc := cfg.raftConfig()
 	if n.fsm.durable != nil {
 		if err := n.fsm.restoreNewer(deps.Snapshots); err != nil {

@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"cmp"
 	"context"
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -14,39 +13,32 @@ type proposal struct {
 	wait    func() (*kvrpb.RaftResult, error)
 }
 
-// sink bounds and resolves a Batcher's proposals in flight: admit takes a
+// pipe bounds and resolves a Batcher's proposals in flight: admit takes a
 // slot before an entry is proposed (waiting while all are taken), release
 // returns it when the proposal failed, push hands over the proposal.
-type sink interface {
-	admit(ctx context.Context) error
-	release()
-	push(p proposal)
-}
-
-// pipe is Batcher.Run's sink: collect waits for the proposals in proposal
-// order on its own goroutine, freeing each slot once its entry resolved,
-// so proposing never waits for an apply unless InFlight entries are out.
+// collect waits for the proposals in proposal order on its own goroutine,
+// reporting each outcome and freeing its slot once its entry resolved, so
+// proposing never waits for an apply unless InFlight entries are out.
 //
-// Concurrency: one goroutine calls admit, release and push, then close;
-// collect runs on another.
+// Concurrency: one goroutine calls admit, release and push, then close,
+// which waits for collect.
 type pipe struct {
 	slots chan struct{}
 	queue chan proposal
 	done  chan struct{}
 }
 
-var (
-	_ sink = (*pipe)(nil)
-	_ sink = (*waitQueue)(nil)
-)
-
-// newPipe returns a pipe with room for inFlight proposals.
-func newPipe(inFlight int) *pipe {
-	return &pipe{
+// newPipe returns a pipe with room for inFlight proposals and starts its
+// collector, which reports each proposal's batches and outcome to
+// resolved.
+func newPipe(inFlight int, resolved func(batches int, err error)) *pipe {
+	p := &pipe{
 		slots: make(chan struct{}, inFlight),
 		queue: make(chan proposal, inFlight),
 		done:  make(chan struct{}),
 	}
+	go p.collect(resolved)
+	return p
 }
 
 // admit waits for a free slot or the end of ctx.
@@ -66,14 +58,13 @@ func (p *pipe) release() { <-p.slots }
 // so it never blocks.
 func (p *pipe) push(pr proposal) { p.queue <- pr }
 
-// collect waits for the queued proposals in order, reporting failures to
-// fail, until close.
-func (p *pipe) collect(fail func(error)) {
+// collect waits for the queued proposals in order, reporting each to
+// resolved, until close.
+func (p *pipe) collect(resolved func(batches int, err error)) {
 	defer close(p.done)
 	for pr := range p.queue {
-		if _, err := pr.wait(); err != nil {
-			fail(err)
-		}
+		_, err := pr.wait()
+		resolved(pr.batches, err)
 		<-p.slots
 	}
 }
@@ -82,47 +73,4 @@ func (p *pipe) collect(fail func(error)) {
 func (p *pipe) close() {
 	close(p.queue)
 	<-p.done
-}
-
-// waitQueue is Flush's sink: the caller's goroutine waits for the oldest
-// proposal when max are in flight, and drain waits for the rest. It
-// counts the batches committed and keeps the first error.
-type waitQueue struct {
-	max  int
-	q    []proposal
-	done int
-	err  error
-}
-
-// admit waits for the oldest proposal when the queue is full, and refuses
-// further entries once one failed.
-func (w *waitQueue) admit(context.Context) error {
-	if len(w.q) == w.max {
-		w.waitOldest()
-	}
-	return w.err
-}
-
-// release is a no-op: admit took no slot of its own.
-func (w *waitQueue) release() {}
-
-// push queues a proposal.
-func (w *waitQueue) push(p proposal) { w.q = append(w.q, p) }
-
-// drain waits for every queued proposal.
-func (w *waitQueue) drain() {
-	for len(w.q) > 0 {
-		w.waitOldest()
-	}
-}
-
-// waitOldest waits for the oldest proposal and records its outcome.
-func (w *waitQueue) waitOldest() {
-	p := w.q[0]
-	w.q = w.q[1:]
-	if _, err := p.wait(); err != nil {
-		w.err = cmp.Or(w.err, err)
-		return
-	}
-	w.done += p.batches
 }

@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -42,46 +41,6 @@ import (
 // still gives it complete-entry boundaries with raft indexes, the only
 // places where a publication may cut.
 
-// OwnershipChangeKind says what one ownership change did.
-type OwnershipChangeKind uint8
-
-// The ownership change kinds.
-const (
-	// OwnershipStored: Worker now holds Hashes.
-	OwnershipStored OwnershipChangeKind = iota + 1
-	// OwnershipRemoved: Worker no longer holds Hashes.
-	OwnershipRemoved
-	// OwnershipRankCleared: Worker (one rank) dropped every block.
-	OwnershipRankCleared
-	// OwnershipWorkerRemoved: every rank of Worker.ID dropped every block;
-	// Worker.Rank is 0.
-	OwnershipWorkerRemoved
-)
-
-// String names the kind for logs.
-func (k OwnershipChangeKind) String() string {
-	switch k {
-	case OwnershipStored:
-		return "stored"
-	case OwnershipRemoved:
-		return "removed"
-	case OwnershipRankCleared:
-		return "rank_cleared"
-	case OwnershipWorkerRemoved:
-		return "worker_removed"
-	}
-	return fmt.Sprintf("ownership_change(%d)", uint8(k))
-}
-
-// OwnershipChange is one ownership change of one rank. Consecutive changes
-// of one kind and rank within an entry are merged into one.
-type OwnershipChange struct {
-	Kind   OwnershipChangeKind
-	Worker routing.Worker
-	// Hashes are the blocks stored or removed (nil for the other kinds).
-	Hashes []routing.SeqHash
-}
-
 // OwnershipBatch is the ownership changes of one applied raft entry, in
 // apply order. Batches in an OwnershipLog are immutable and shared:
 // readers must not modify them.
@@ -90,8 +49,10 @@ type OwnershipBatch struct {
 	Index uint64
 	// Prev is the index of the log's previous batch, or the log's start
 	// when there was none: no entry in (Prev, Index) changed ownership.
-	Prev    uint64
-	Changes []OwnershipChange
+	Prev uint64
+	// Changes are in apply order; consecutive changes of one kind and
+	// rank within an entry are merged into one.
+	Changes []routing.Change
 	// SessionsBound and SessionsUnbound are the kvrpb.SessionKeyHash of
 	// the session keys the entry bound (absent before, present after) and
 	// unbound. They are disjoint.

@@ -3,6 +3,7 @@ package consensus
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func recvModel(t *testing.T, s grpc.ServerStreamingClient[kvrpb.OwnershipWatchMe
 func batchFromProtoForTest(b *kvrpb.OwnershipBatch) OwnershipBatch {
 	out := OwnershipBatch{Index: b.Index, Prev: b.PrevIndex}
 	for _, c := range b.Changes {
-		oc := OwnershipChange{Kind: OwnershipChangeKind(c.Kind), Worker: routing.Worker{ID: routing.WorkerID(c.EngineId), Rank: c.Rank}}
+		oc := routing.Change{Kind: routing.ChangeKind(c.Kind), Worker: routing.Worker{ID: routing.WorkerID(c.EngineId), Rank: c.Rank}}
 		for _, h := range c.Hashes {
 			oc.Hashes = append(oc.Hashes, routing.SeqHash(h))
 		}
@@ -245,5 +246,16 @@ func TestSnapshotChunks(t *testing.T) {
 				t.Fatalf("%d rows in chunks, want %d", got, rows)
 			}
 		})
+	}
+}
+
+// TestChangeKindsMatchTheWire checks the equality BatchToProto's cast
+// relies on: each routing.ChangeKind is the wire kind of the same name.
+func TestChangeKindsMatchTheWire(t *testing.T) {
+	for k := routing.ChangeStored; k <= routing.ChangeWorkerRemoved; k++ {
+		want := "OWNERSHIP_CHANGE_KIND_" + strings.ToUpper(k.String())
+		if got := kvrpb.OwnershipChangeKind(k).String(); got != want {
+			t.Errorf("kind %d is %s on the wire, want %s", k, got, want)
+		}
 	}
 }

@@ -57,7 +57,7 @@ type OwnershipLog struct {
 
 // pendingChange is one change of the entry being applied.
 type pendingChange struct {
-	kind OwnershipChangeKind
+	kind routing.ChangeKind
 	w    routing.Worker
 	from int
 }
@@ -87,7 +87,7 @@ func (l *OwnershipLog) SetLimits(batches, hashes int) {
 
 // note records one block change of the current entry, merging it into the
 // previous change when that has the same kind and rank.
-func (l *OwnershipLog) note(kind OwnershipChangeKind, w routing.Worker, h routing.SeqHash) {
+func (l *OwnershipLog) note(kind routing.ChangeKind, w routing.Worker, h routing.SeqHash) {
 	if n := len(l.pend); n == 0 || l.pend[n-1].kind != kind || l.pend[n-1].w != w {
 		l.pend = append(l.pend, pendingChange{kind: kind, w: w, from: len(l.pendHash)})
 	}
@@ -95,19 +95,23 @@ func (l *OwnershipLog) note(kind OwnershipChangeKind, w routing.Worker, h routin
 }
 
 // stored records that w now holds h.
-func (l *OwnershipLog) stored(w routing.Worker, h routing.SeqHash) { l.note(OwnershipStored, w, h) }
+func (l *OwnershipLog) stored(w routing.Worker, h routing.SeqHash) {
+	l.note(routing.ChangeStored, w, h)
+}
 
 // removed records that w no longer holds h.
-func (l *OwnershipLog) removed(w routing.Worker, h routing.SeqHash) { l.note(OwnershipRemoved, w, h) }
+func (l *OwnershipLog) removed(w routing.Worker, h routing.SeqHash) {
+	l.note(routing.ChangeRemoved, w, h)
+}
 
 // rankCleared records that w dropped every block.
 func (l *OwnershipLog) rankCleared(w routing.Worker) {
-	l.pend = append(l.pend, pendingChange{kind: OwnershipRankCleared, w: w, from: len(l.pendHash)})
+	l.pend = append(l.pend, pendingChange{kind: routing.ChangeRankCleared, w: w, from: len(l.pendHash)})
 }
 
 // workerRemoved records that every rank of id dropped every block.
 func (l *OwnershipLog) workerRemoved(id routing.WorkerID) {
-	l.pend = append(l.pend, pendingChange{kind: OwnershipWorkerRemoved, w: routing.Worker{ID: id}, from: len(l.pendHash)})
+	l.pend = append(l.pend, pendingChange{kind: routing.ChangeWorkerRemoved, w: routing.Worker{ID: id}, from: len(l.pendHash)})
 }
 
 // seal turns the current entry's changes, if any, into the batch of index
@@ -121,16 +125,16 @@ func (l *OwnershipLog) seal(index uint64) {
 		hs = make([]routing.SeqHash, len(l.pendHash))
 		copy(hs, l.pendHash)
 	}
-	var cs []OwnershipChange
+	var cs []routing.Change
 	if len(l.pend) > 0 {
-		cs = make([]OwnershipChange, len(l.pend))
+		cs = make([]routing.Change, len(l.pend))
 	}
 	for i, p := range l.pend {
 		end := len(hs)
 		if i+1 < len(l.pend) {
 			end = l.pend[i+1].from
 		}
-		cs[i] = OwnershipChange{Kind: p.kind, Worker: p.w}
+		cs[i] = routing.Change{Kind: p.kind, Worker: p.w}
 		if end > p.from {
 			cs[i].Hashes = hs[p.from:end:end]
 		}

@@ -109,12 +109,12 @@ func TestOwnershipLogMergesChanges(t *testing.T) {
 	l.workerRemoved(1)
 	l.seal(4)
 	bs, _ := l.Since(0, nil, 0)
-	want := []OwnershipChange{
-		{Kind: OwnershipStored, Worker: a, Hashes: []routing.SeqHash{1, 2}},
-		{Kind: OwnershipRemoved, Worker: a, Hashes: []routing.SeqHash{1}},
-		{Kind: OwnershipStored, Worker: b, Hashes: []routing.SeqHash{3}},
-		{Kind: OwnershipRankCleared, Worker: b},
-		{Kind: OwnershipWorkerRemoved, Worker: routing.Worker{ID: 1}},
+	want := []routing.Change{
+		{Kind: routing.ChangeStored, Worker: a, Hashes: []routing.SeqHash{1, 2}},
+		{Kind: routing.ChangeRemoved, Worker: a, Hashes: []routing.SeqHash{1}},
+		{Kind: routing.ChangeStored, Worker: b, Hashes: []routing.SeqHash{3}},
+		{Kind: routing.ChangeRankCleared, Worker: b},
+		{Kind: routing.ChangeWorkerRemoved, Worker: routing.Worker{ID: 1}},
 	}
 	if len(bs) != 1 || len(bs[0].Changes) != len(want) {
 		t.Fatalf("got %+v", bs)

@@ -44,22 +44,22 @@ func (m ownModel) add(w routing.Worker, h routing.SeqHash) bool {
 func (m ownModel) apply(b OwnershipBatch) (noops int) {
 	for _, c := range b.Changes {
 		switch c.Kind {
-		case OwnershipStored:
+		case routing.ChangeStored:
 			for _, h := range c.Hashes {
 				if !m.add(c.Worker, h) {
 					noops++
 				}
 			}
-		case OwnershipRemoved:
+		case routing.ChangeRemoved:
 			for _, h := range c.Hashes {
 				if _, ok := m[c.Worker][h]; !ok {
 					noops++
 				}
 				delete(m[c.Worker], h)
 			}
-		case OwnershipRankCleared:
+		case routing.ChangeRankCleared:
 			delete(m, c.Worker)
-		case OwnershipWorkerRemoved:
+		case routing.ChangeWorkerRemoved:
 			maps.DeleteFunc(m, func(w routing.Worker, _ map[routing.SeqHash]struct{}) bool { return w.ID == c.Worker.ID })
 		}
 	}

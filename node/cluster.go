@@ -157,7 +157,7 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 			c.close()
 		}
 	}()
-	deps := consensus.Deps{Index: c.idx}
+	deps := consensus.Deps{Index: c.idx, Metrics: n.metrics}
 	if cc.DataDir != "" {
 		if c.logs, err = store.OpenLogStore(store.Options{Dir: filepath.Join(cc.DataDir, "raft"), Logger: n.log}); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)

@@ -19,9 +19,9 @@ import (
 // ready leader accepts them (fleet.Gate); followers stand by and
 // route from the index their FSM applies.
 //
-// The leader checks each event against its proposed cursor, with the
-// index's rules (next id, restart at 1, stale, gap), before it queues the
-// event in the batcher, so the log carries no gap the FSM would drop. The
+// The leader checks each event against its proposed cursor with the
+// index's rule (index.CheckNext) before it queues the event in the
+// batcher, so the log carries no gap the FSM would drop. The
 // proposed cursors start from the replicated ones whenever the node
 // becomes leader (consensus.Node.LeaderEpoch changes): what an earlier
 // term proposed may not have committed.
@@ -64,12 +64,11 @@ func (r *raftIngest) sync() {
 }
 
 // cursor is the proposed cursor of w, or the replicated one.
-func (r *raftIngest) cursor(w routing.Worker) uint64 {
+func (r *raftIngest) cursor(w routing.Worker) (uint64, bool) {
 	if c, ok := r.cursors[w]; ok {
-		return c
+		return c, true
 	}
-	c, _ := r.cn.FSM().Cursor(w)
-	return c
+	return r.cn.FSM().Cursor(w)
 }
 
 // Apply implements fleet.Index: it checks the event's id and queues
@@ -80,7 +79,9 @@ func (r *raftIngest) Apply(ev *routing.Event) error {
 }
 
 // ApplyRun implements fleet.RunIndex: it takes the events that
-// continue the rank's proposed cursor and queues them as one batch.
+// continue the rank's proposed cursor (index.CheckNext) and queues them
+// as batches. A run stops before an engine restart that is not its first
+// event, since a batch's ids increase by one.
 func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
@@ -92,44 +93,25 @@ func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
 	}
 	r.sync()
 	w := events[0].Worker
-	cur := r.cursor(w)
+	cur, _ := r.cursor(w)
 	n := 0
 	var stop error
-	for i := range events {
-		ev := &events[i]
-		if ev.Worker != w {
-			stop = fmt.Errorf("%w: run mixes workers %v and %v", routing.ErrBadEvent, w, ev.Worker)
+	for ; n < len(events); n++ {
+		restart, err := index.CheckNext(&events[n], cur)
+		if stop = err; err != nil || restart && n > 0 {
 			break
 		}
-		if stop = checkNext(ev, cur); stop != nil {
-			break
-		}
-		if stop = ev.Validate(); stop != nil {
-			break
-		}
-		cur, n = ev.ID, n+1 // cur follows the run for checkNext
+		cur = events[n].ID
 	}
 	// A drained resync buffer may be longer than one wire batch.
 	for lo := 0; lo < n; lo += wire.MaxEventsPerBatch {
 		hi := min(lo+wire.MaxEventsPerBatch, n)
-		if err := r.b.Add(wire.EncodeBatch(w, 0, events[lo:hi])); err != nil {
+		if err := r.b.Add(events[lo:hi]); err != nil {
 			return lo, err
 		}
 		r.cursors[w] = events[hi-1].ID
 	}
 	return n, stop
-}
-
-// checkNext applies the index's cursor rules: the next id, or 1 after a
-// restart; anything lower is stale, anything higher a gap.
-func checkNext(ev *routing.Event, cur uint64) error {
-	switch {
-	case ev.ID == cur+1, ev.ID == 1 && cur > 1:
-		return nil
-	case ev.ID <= cur:
-		return fmt.Errorf("%w: worker %v event %d, cursor %d", index.ErrStale, ev.Worker, ev.ID, cur)
-	}
-	return fmt.Errorf("%w: worker %v event %d, cursor %d", index.ErrGap, ev.Worker, ev.ID, cur)
 }
 
 // ReplaceWorker implements fleet.Index: the batcher's queued events
@@ -184,8 +166,5 @@ func (r *raftIngest) Cursor(w routing.Worker) (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sync()
-	if c, ok := r.cursors[w]; ok {
-		return c, true
-	}
-	return r.cn.FSM().Cursor(w)
+	return r.cursor(w)
 }

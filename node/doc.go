@@ -22,8 +22,9 @@
 //   - KV events: every node runs the event plane for the engine registry
 //     and loads, but only the ready leader ingests KV events
 //     (raftIngest is the plane's index and an fleet.Gate). It checks
-//     each event against its proposed cursor and queues runs of them in the
-//     consensus.Batcher; a snapshot resync becomes chunked ReplaceRank
+//     each event against its proposed cursor with index.CheckNext (the
+//     rule the FSM and the index apply) and queues runs of the decoded
+//     events in the consensus.Batcher, which encodes each run once; a snapshot resync becomes chunked ReplaceRank
 //     entries after the queued events; an engine's removal is a raft entry.
 //     Every node applies the entries to its FSM and to the exact index it
 //     routes from. A new leader starts from the replicated cursors, so a

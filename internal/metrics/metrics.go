@@ -61,6 +61,11 @@ type Metrics struct {
 	// counts binds, hits, rebinds, invalidations and expiries.
 	SessionBindings prometheus.Gauge
 	AffinityEvents  *prometheus.CounterVec
+
+	// RaftIndexErrors counts KV events the raft FSM applied to its tables
+	// whose outcome in the in-memory exact index differed; each made the
+	// FSM rebuild the rank's index from its tables.
+	RaftIndexErrors prometheus.Counter
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -102,6 +107,8 @@ func New() *Metrics {
 		m.Resyncs, m.EngineProbeFailures, m.NATSConnected, m.SessionBindings, m.AffinityEvents} {
 		f(c)
 	}
+	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
+	f(m.RaftIndexErrors)
 	return m
 }
 
@@ -124,4 +131,12 @@ func (m *Metrics) Event(kind, status string) {
 		return
 	}
 	m.EventsApplied.WithLabelValues(kind, status).Inc()
+}
+
+// RaftIndexError counts one divergence of the exact index from the FSM.
+func (m *Metrics) RaftIndexError() {
+	if m == nil {
+		return
+	}
+	m.RaftIndexErrors.Inc()
 }

@@ -7,48 +7,28 @@ import (
 	"github.com/kvrouter/kvrouter/routing"
 )
 
-// ChangeKind says what one ownership change did.
-type ChangeKind uint8
+// Change is one ownership change of one rank, in canonical sequence hashes
+// (the DC's FSM has already resolved engine block ids): routing.Change,
+// the type the FSM records, so changes reach the producer unconverted.
+type Change = routing.Change
 
-// The change kinds. Their values are not part of any encoding.
+// ChangeKind says what one ownership change did (routing.ChangeKind).
+type ChangeKind = routing.ChangeKind
+
+// The change kinds, as the producer applies them.
 const (
 	// Stored: Worker now holds Hashes. Storing a block a rank already holds
 	// is a no-op, so a replayed change never takes a second reference.
-	Stored ChangeKind = iota + 1
+	Stored = routing.ChangeStored
 	// Removed: Worker no longer holds Hashes. Removing a block the rank
 	// does not hold is a no-op counted in Stats.UnknownRemovals.
-	Removed
+	Removed = routing.ChangeRemoved
 	// RankCleared: Worker (one rank) dropped every block.
-	RankCleared
+	RankCleared = routing.ChangeRankCleared
 	// WorkerRemoved: every rank of Worker.ID left the pool; Worker.Rank is
 	// ignored.
-	WorkerRemoved
+	WorkerRemoved = routing.ChangeWorkerRemoved
 )
-
-// String names the kind for logs.
-func (k ChangeKind) String() string {
-	switch k {
-	case Stored:
-		return "stored"
-	case Removed:
-		return "removed"
-	case RankCleared:
-		return "rank_cleared"
-	case WorkerRemoved:
-		return "worker_removed"
-	}
-	return fmt.Sprintf("change(%d)", uint8(k))
-}
-
-// Change is one ownership change of one rank, in canonical sequence hashes
-// (the DC's FSM has already resolved engine block ids).
-type Change struct {
-	Kind   ChangeKind
-	Worker routing.Worker
-	// Hashes are the blocks stored or removed; unused for RankCleared and
-	// WorkerRemoved.
-	Hashes []routing.SeqHash
-}
 
 // Batch is an ordered group of changes that the producer applies whole and
 // publishes as at most one delta: a batch boundary is a complete-command
@@ -86,7 +66,7 @@ type Source interface {
 // validate checks every change of b before any is applied.
 func (b Batch) validate() error {
 	for k, c := range b.Changes {
-		if c.Kind < Stored || c.Kind > WorkerRemoved {
+		if !c.Kind.Valid() {
 			return fmt.Errorf("%w: change %d has kind %v", ErrInvalidChange, k, c.Kind)
 		}
 		if b.Replace && c.Kind != Stored {

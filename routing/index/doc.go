@@ -22,12 +22,16 @@
 // invalid config) is rejected with an error wrapping a sentinel and never
 // panics.
 //
-// Event ordering (Exact.Apply). Each worker has a cursor, the id of its
-// last applied event. id == cursor+1 applies. id <= cursor is a duplicate:
+// Event ordering (CheckNext, used by Exact.Apply and by every other keeper
+// of a cursor). Each worker has a cursor, the id of its last applied
+// event. id == cursor+1 applies. id <= cursor is a duplicate:
 // ErrStale, ignored. id > cursor+1 is a gap: ErrGap, nothing applied, the
 // cursor stays, and the caller resyncs the worker with ReplaceWorker. An id
 // of 1 after a cursor above 1 is an engine restart: the worker is cleared,
 // then the event applies (after a cursor of exactly 1 it is a duplicate).
+// An owner that keeps the cursor itself (the raft FSM) applies the rule
+// and feeds the index with ApplyAdmitted, so a rank has one cursor rule
+// applied once.
 // A stored event whose parent engine id is unknown for its worker places
 // none of its blocks and returns ErrUnknownParent, but its id is consumed,
 // because the engine will not resend it.
@@ -50,7 +54,7 @@
 // # Concurrency
 //
 // All exported methods are safe for concurrent use. Each index has one
-// sync.RWMutex: writers (Apply, ReplaceWorker, RemoveWorker, RemoveEngine;
+// sync.RWMutex: writers (Apply, ApplyAdmitted, ReplaceWorker, RemoveWorker, RemoveEngine;
 // Record, Release, SetWorker, Prune) hold it exclusively for one event or
 // one request, readers (FindMatches, Cursor, Stats, Workers) share it. The
 // intended shape is one event-applying goroutine per index and many

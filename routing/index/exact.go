@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -77,14 +78,14 @@ func NewExact() *Exact {
 	return &Exact{slots: make(map[routing.Worker]uint32)}
 }
 
-// Apply applies one KV event in event-id order. It returns nil when the
-// event was applied; an error wrapping routing.ErrBadEvent for a malformed
-// event (nothing applied); ErrStale for a duplicate (ignored); ErrGap when
-// events are missing (nothing applied, the cursor stays: resync the worker
-// with ReplaceWorker); ErrUnknownParent when a stored event's parent is not
-// known (its blocks are not placed but its id is consumed, as the engine
-// will not send it again). An id of 1 after a cursor above 1 means the
-// engine restarted: the worker's state is cleared before the event applies.
+// Apply applies one KV event in event-id order (CheckNext). It returns nil
+// when the event was applied; an error wrapping routing.ErrBadEvent for a
+// malformed event (nothing applied); ErrStale for a duplicate (ignored);
+// ErrGap when events are missing (nothing applied, the cursor stays:
+// resync the worker with ReplaceWorker); ErrUnknownParent when a stored
+// event's parent is not known (its blocks are not placed but its id is
+// consumed, as the engine will not send it again). An engine restart
+// clears the worker before the event applies.
 func (e *Exact) Apply(ev *routing.Event) error {
 	if err := validateEvent(ev); err != nil {
 		return err
@@ -96,24 +97,44 @@ func (e *Exact) Apply(ev *routing.Event) error {
 	if known {
 		cursor = e.workers[slot].cursor
 	}
-	restart := false
+	restart, err := CheckNext(ev, cursor)
 	switch {
-	case ev.ID == cursor+1:
-	case ev.ID == 1 && cursor > 1:
-		restart = true
-	case ev.ID <= cursor:
+	case errors.Is(err, ErrStale):
 		e.stats.stale++
-		return fmt.Errorf("%w: worker %v event %d, cursor %d", ErrStale, ev.Worker, ev.ID, cursor)
-	default:
+		return err
+	case err != nil:
 		e.stats.gaps++
-		return fmt.Errorf("%w: worker %v event %d, cursor %d", ErrGap, ev.Worker, ev.ID, cursor)
-	}
-	if !known {
-		var err error
+		return err
+	case !known:
 		if slot, err = e.intern(ev.Worker); err != nil {
 			return err
 		}
 	}
+	return e.applyAt(slot, ev, restart)
+}
+
+// ApplyAdmitted applies an event that its caller's cursor admitted with
+// CheckNext (restart as CheckNext returned it), and sets the worker's
+// cursor to the event's id. It is Apply for an owner that keeps the
+// authoritative cursor itself (the raft FSM, whose tables hold it): the
+// rule is applied once, by that owner, and the index follows. Its errors
+// are Apply's other than ErrStale and ErrGap, plus ErrTooManyWorkers.
+func (e *Exact) ApplyAdmitted(ev *routing.Event, restart bool) error {
+	if err := validateEvent(ev); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	slot, err := e.intern(ev.Worker)
+	if err != nil {
+		return err
+	}
+	return e.applyAt(slot, ev, restart)
+}
+
+// applyAt applies an admitted event to the worker in slot. Callers hold
+// the lock.
+func (e *Exact) applyAt(slot uint32, ev *routing.Event, restart bool) error {
 	if restart {
 		e.clearWorker(slot)
 		e.stats.restarts++

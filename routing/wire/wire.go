@@ -133,32 +133,57 @@ func EncodeBatch(w routing.Worker, incarnation uint64, events []routing.Event) *
 	return b
 }
 
-// DecodeBatch parses a KVEventBatch payload into routing events. Event ids
-// must increase by one within the batch.
+// DecodeBatch parses a KVEventBatch payload into routing events (see
+// BatchEvents).
 func DecodeBatch(data []byte) (routing.Worker, uint64, []routing.Event, error) {
 	var b kvrpb.KVEventBatch
 	if err := proto.Unmarshal(data, &b); err != nil {
 		return routing.Worker{}, 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	w := routing.Worker{ID: routing.WorkerID(b.EngineId), Rank: b.Rank}
-	if len(b.Events) == 0 || len(b.Events) > MaxEventsPerBatch {
-		return w, 0, nil, malformed("batch of %d events, want 1..%d", len(b.Events), MaxEventsPerBatch)
-	}
-	events, err := decodeEvents(w, b.Events)
+	w, events, err := BatchEvents(&b)
 	return w, b.Incarnation, events, err
 }
 
-func decodeEvents(w routing.Worker, in []*kvrpb.KVEvent) ([]routing.Event, error) {
-	out := make([]routing.Event, len(in))
-	for i, pe := range in {
+// BatchEvents converts one rank's batch to validated routing events:
+// 1..MaxEventsPerBatch events whose ids increase by one. It is the one
+// reading of a batch, for an engine's payload and for a raft entry's.
+func BatchEvents(b *kvrpb.KVEventBatch) (routing.Worker, []routing.Event, error) {
+	w := routing.Worker{ID: routing.WorkerID(b.GetEngineId()), Rank: b.GetRank()}
+	out := make([]routing.Event, len(b.Events))
+	for i, pe := range b.Events {
 		e, err := DecodeEvent(w, pe)
 		if err != nil {
-			return nil, err
-		}
-		if i > 0 && e.ID != out[i-1].ID+1 {
-			return nil, malformed("event ids %d then %d are not contiguous", out[i-1].ID, e.ID)
+			return w, nil, err
 		}
 		out[i] = e
 	}
-	return out, nil
+	if err := CheckRun(out); err != nil {
+		return w, nil, err
+	}
+	return w, out, nil
+}
+
+// CheckRun checks a run of routing events as BatchEvents checks a batch,
+// so that the batch EncodeBatch makes of a run it accepts decodes: every
+// event of one worker, valid, within the block limits, with an id that is
+// not 0 and one above the previous event's.
+func CheckRun(events []routing.Event) error {
+	if len(events) == 0 || len(events) > MaxEventsPerBatch {
+		return malformed("batch of %d events, want 1..%d", len(events), MaxEventsPerBatch)
+	}
+	for i := range events {
+		e := &events[i]
+		switch {
+		case e.Worker != events[0].Worker:
+			return malformed("run mixes workers %v and %v", events[0].Worker, e.Worker)
+		case e.ID == 0 || i > 0 && e.ID != events[i-1].ID+1:
+			return malformed("event id %d after %d", e.ID, events[max(i-1, 0)].ID)
+		case len(e.Blocks) > MaxBlocksPerEvent || len(e.Removed) > MaxBlocksPerEvent:
+			return malformed("event %d: blocks over %d", e.ID, MaxBlocksPerEvent)
+		}
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+	}
+	return nil
 }

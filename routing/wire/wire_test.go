@@ -43,6 +43,9 @@ func TestBatchRoundTrip(t *testing.T) {
 		for i := range rapid.IntRange(1, 6).Draw(t, "events") {
 			events = append(events, genEvent(t, w, first+uint64(i)))
 		}
+		if err := CheckRun(events); err != nil {
+			t.Fatalf("CheckRun refused a valid run: %v", err)
+		}
 		data, err := proto.Marshal(EncodeBatch(w, 9, events))
 		if err != nil {
 			t.Fatal(err)
@@ -86,6 +89,38 @@ func TestDecodeBatchRejects(t *testing.T) {
 	}
 	if _, _, _, err := DecodeBatch([]byte{0xff, 0xff}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("garbage: err = %v", err)
+	}
+}
+
+func TestCheckRunRejects(t *testing.T) {
+	w := routing.Worker{ID: 1}
+	stored := routing.Event{Worker: w, ID: 1, Kind: routing.EventStored, Blocks: []routing.StoredBlock{{Engine: 1, Local: 2}}}
+	with := func(f func(e *routing.Event)) routing.Event {
+		e := stored
+		e.ID = 2
+		f(&e)
+		return e
+	}
+	tests := []struct {
+		name   string
+		events []routing.Event
+	}{
+		{"no events", nil},
+		{"non-contiguous ids", []routing.Event{stored, with(func(e *routing.Event) { e.ID = 3 })}},
+		{"event id 0", []routing.Event{with(func(e *routing.Event) { e.ID = 0 })}},
+		{"two workers", []routing.Event{stored, with(func(e *routing.Event) { e.Worker.Rank = 1 })}},
+		{"unknown tier", []routing.Event{stored, with(func(e *routing.Event) { e.Tier = 7 })}},
+		{"stored without blocks", []routing.Event{stored, with(func(e *routing.Event) { e.Blocks = nil })}},
+		{"too many removals", []routing.Event{with(func(e *routing.Event) {
+			e.Kind, e.Removed = routing.EventRemoved, make([]routing.EngineHash, MaxBlocksPerEvent+1)
+		})}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := CheckRun(tc.events); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("err = %v, want ErrMalformed", err)
+			}
+		})
 	}
 }
 
