@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"container/list"
 	"math"
 	"slices"
 
@@ -78,18 +79,13 @@ func ratio(hits, total int64) float64 {
 // lruCache is a set of sequence hashes with least-recently-used eviction:
 // an intrusive list, most recent at the back.
 type lruCache struct {
-	capacity   int
-	byHash     map[routing.SeqHash]*lruNode
-	head, tail *lruNode
-}
-
-type lruNode struct {
-	h          routing.SeqHash
-	prev, next *lruNode
+	capacity int
+	byHash   map[routing.SeqHash]*list.Element
+	order    list.List // front: least recently used
 }
 
 func newLRUCache(capacity int) *lruCache {
-	return &lruCache{capacity: capacity, byHash: make(map[routing.SeqHash]*lruNode)}
+	return &lruCache{capacity: capacity, byHash: make(map[routing.SeqHash]*list.Element)}
 }
 
 // prefix is the length of the longest cached prefix of hs, at most limit.
@@ -110,39 +106,16 @@ func (c *lruCache) touch(h routing.SeqHash) {
 	if c.capacity <= 0 {
 		return
 	}
-	n, ok := c.byHash[h]
-	if ok {
-		c.unlink(n)
-	} else {
-		if len(c.byHash) >= c.capacity {
-			old := c.head
-			c.unlink(old)
-			delete(c.byHash, old.h)
-		}
-		n = &lruNode{h: h}
-		c.byHash[h] = n
+	if e, ok := c.byHash[h]; ok {
+		c.order.MoveToBack(e)
+		return
 	}
-	n.prev, n.next = c.tail, nil
-	if c.tail != nil {
-		c.tail.next = n
-	} else {
-		c.head = n
+	if len(c.byHash) >= c.capacity {
+		old := c.order.Front()
+		c.order.Remove(old)
+		delete(c.byHash, old.Value.(routing.SeqHash))
 	}
-	c.tail = n
-}
-
-func (c *lruCache) unlink(n *lruNode) {
-	if n.prev != nil {
-		n.prev.next = n.next
-	} else {
-		c.head = n.next
-	}
-	if n.next != nil {
-		n.next.prev = n.prev
-	} else {
-		c.tail = n.prev
-	}
-	n.prev, n.next = nil, nil
+	c.byHash[h] = c.order.PushBack(h)
 }
 
 // never is the next use of a block that no later prompt uses.
