@@ -64,8 +64,10 @@ proto: ## Regenerate proto/kvrpb from proto/kvr/v1 (needs protoc: apt-get instal
 	  --go-grpc_out=. --go-grpc_opt=module=github.com/kvrouter/kvrouter proto/kvr/v1/*.proto
 
 .PHONY: demo
-demo: ## Simulated policy comparison on the bundled trace, then a live replay through a router node.
-	$(GO) run ./cmd/kvrouter demo
+demo: ## Simulated policy comparison, then live replays through router clusters (ARGS=... passes options).
+	@echo "make demo: building $(BIN) first (the same build as make build, so the two share one compile; a fresh clone compiles its dependencies once, a few minutes on 2 cores)"
+	@$(MAKE) --no-print-directory build
+	./$(BIN) demo $(ARGS)
 
 .PHONY: clean
 clean: ## Remove build outputs.
