@@ -49,6 +49,15 @@ lint: ## gofmt and go vet.
 bench: ## Benchmarks of every package (BENCHTIME=1s by default).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
+# bench/ is its own module, so that the peer's dependencies stay out of go.mod; `go test ./...`
+# here does not descend into it.
+PEERS_SEED   ?= 1
+PEERS_ROUNDS ?= 2
+
+.PHONY: bench-peers
+bench-peers: ## kvrouter's exact index beside llm-d's KV-block indexes: same events, same queries, interleaved rounds (PEERS_SEED=1, PEERS_ROUNDS=2).
+	cd bench && $(GO) run ./cmd/peers -seed $(PEERS_SEED) -rounds $(PEERS_ROUNDS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (30s by default).
 	@set -e; for pkg in $$($(GO) list ./...); do \
