@@ -3,6 +3,8 @@ package tokenize
 import (
 	"encoding/json"
 	"errors"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/ardanlabs/jinja"
@@ -11,8 +13,9 @@ import (
 // jsonWalker turns JSON that json.Valid accepted into template values in
 // one pass. Because the input is known to be valid, the walk only follows
 // its structure; the leaves that need real decoding (strings with escapes
-// or invalid UTF-8) are handed to encoding/json, so the values are exactly
-// those the token decoder (jsonValueDecoder) produces. The token decoder
+// or invalid UTF-8) are unescaped by its rules, so the values are exactly
+// those the token decoder (jsonValueDecoder) produces (FuzzJSONValue
+// holds the two together). The token decoder
 // itself costs three passes and a copy per string, a fifth of a long chat
 // prompt's whole encode.
 type jsonWalker struct {
@@ -109,8 +112,8 @@ func (w *jsonWalker) object(depth int) (jinja.Value, error) {
 }
 
 // str reads the string at pos. One without escapes whose bytes are valid
-// UTF-8 is its own text; any other is decoded by encoding/json, which
-// resolves the escapes and reads invalid bytes as U+FFFD.
+// UTF-8 is its own text; any other is unescaped as encoding/json does
+// (see unquote).
 func (w *jsonWalker) str() (string, error) {
 	start := w.pos
 	plain := true
@@ -126,9 +129,79 @@ func (w *jsonWalker) str() (string, error) {
 	if plain && utf8.Valid(raw) {
 		return string(raw), nil
 	}
-	var s string
-	err := json.Unmarshal(w.data[start:w.pos], &s)
-	return s, err
+	return unquote(raw), nil
+}
+
+// unquote decodes the body of a valid JSON string with the rules of
+// encoding/json: a surrogate pair written as two \u escapes is one
+// character, a lone surrogate and each byte of invalid UTF-8 are U+FFFD.
+// The input being valid, every escape is complete.
+func unquote(raw []byte) string {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			var n int
+			out, n = unescape(out, raw[i:])
+			i += n
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(raw[i:])
+			out = utf8.AppendRune(out, r) // U+FFFD for an invalid byte
+			i += n
+		}
+	}
+	return string(out)
+}
+
+// unescape appends the character of the escape at the start of e and
+// returns how many bytes of e it took.
+func unescape(out, e []byte) ([]byte, int) {
+	switch e[1] {
+	case 'b':
+		return append(out, '\b'), 2
+	case 'f':
+		return append(out, '\f'), 2
+	case 'n':
+		return append(out, '\n'), 2
+	case 'r':
+		return append(out, '\r'), 2
+	case 't':
+		return append(out, '\t'), 2
+	case 'u':
+	default: // '"', '\\', '/'
+		return append(out, e[1]), 2
+	}
+	r := hex4(e[2:6])
+	if utf16.IsSurrogate(r) {
+		if len(e) >= 12 && e[6] == '\\' && e[7] == 'u' {
+			if d := utf16.DecodeRune(r, hex4(e[8:12])); d != unicode.ReplacementChar {
+				return utf8.AppendRune(out, d), 12
+			}
+		}
+		r = unicode.ReplacementChar
+	}
+	return utf8.AppendRune(out, r), 6
+}
+
+// hex4 reads four hexadecimal digits.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // number reads the number at pos as json.Number, as the token decoder
