@@ -44,16 +44,6 @@ func buildBMP() {
 	bmpClasses = t
 }
 
-// asciiClasses is the class of every ASCII character, most of the text
-// that the patterns read: built at start-up (it is small) so that the
-// ASCII path of at needs no once-check.
-var asciiClasses = func() (t [utf8.RuneSelf]class) {
-	for r := range t {
-		t[r] = computeClass(rune(r))
-	}
-	return t
-}()
-
 // classOf returns the class of r.
 func classOf(r rune) class {
 	if r < 0x10000 {
@@ -100,7 +90,8 @@ func computeClass(r rune) class {
 // first), so a width of one always belongs to ASCII.
 func at(s string, i int) (class, int) {
 	if b := s[i]; b < utf8.RuneSelf {
-		return asciiClasses[b], 1
+		bmpOnce.Do(buildBMP)
+		return bmpClasses[b], 1
 	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	return classOf(r), n
