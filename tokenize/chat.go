@@ -146,8 +146,21 @@ func (t *Tokenizer) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (j
 }
 
 // jsonValue decodes JSON into template values, keeping object key order
-// and the distinction between integers and floats.
+// and the distinction between integers and floats. Valid input, the usual
+// case, is walked directly (see jsonWalker); invalid input goes through
+// the token decoder, whose error says what is wrong.
 func jsonValue(data []byte) (jinja.Value, error) {
+	if json.Valid(data) {
+		w := jsonWalker{data: data}
+		return w.value(0)
+	}
+	return jsonValueDecoder(data)
+}
+
+// jsonValueDecoder is jsonValue on encoding/json's token stream: three
+// passes over each string and a copy of the input, but it is the one that
+// explains a syntax error.
+func jsonValueDecoder(data []byte) (jinja.Value, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	v, err := decodeValue(d)
@@ -170,7 +183,7 @@ func decodeValue(d *json.Decoder) (jinja.Value, error) {
 
 func decodeDepth(d *json.Decoder, depth int) (jinja.Value, error) {
 	if depth > maxJSONDepth {
-		return jinja.Undefined(), errors.New("JSON nested too deeply")
+		return jinja.Undefined(), errJSONDepth
 	}
 	tok, err := d.Token()
 	if err != nil {

@@ -80,3 +80,36 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// jsonSeeds exercise the JSON walker: escapes, invalid UTF-8, numbers of
+// both kinds, nesting, key order, empty containers, and invalid input.
+var jsonSeeds = []string{
+	`[{"role":"user","content":"héllo \"quoted\" \\ \/ \u00e9 \ud83d\ude00 \n"}]`,
+	"[\"bad \xff utf8\", \"ok\"]",
+	`["\ud800\u0041", "\udc00", "\ud83d\ud83d\ude00", "\uD83D\uDE00\b\f\r\t"]`,
+	`{"b":1,"a":-2.5e+3,"c":[true,false,null,[],{}],"b":3}`,
+	` [ 1 , 2.0 , -0 , 1E2 ] `,
+	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+	`[1,]`,
+	`{"a":1} x`,
+	``,
+}
+
+// FuzzJSONValue checks the JSON walker against the token decoder it
+// replaces on valid input: the same values, in the same order, or the
+// same failure.
+func FuzzJSONValue(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gotErr := jsonValue(data)
+		want, wantErr := jsonValueDecoder(data)
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, decoder's %v", data, gotErr, wantErr)
+		}
+		if gotErr == nil && (got.String() != want.String() || !got.Equals(want)) {
+			t.Fatalf("%q: %s, decoder's %s", data, got, want)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package tokenize
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -21,6 +22,37 @@ func (u unicodeForm) normalize(s string) string {
 		return s
 	}
 	return u.f.String(s)
+}
+
+// normalizeInto is normalize writing into buf, for the encode path. The
+// quick span settles plain ASCII and most text in one pass, and the part of
+// s it vouches for is already in the form; only the rest goes through the
+// iterator, which (unlike Form.String) allocates nothing. The result is s
+// itself when the whole of it is in the form, else a string over buf's
+// bytes, valid only until buf is reused: the caller must not keep it, nor
+// any substring of it, past that (the word cache copies the words it keeps).
+func (u unicodeForm) normalizeInto(s string, it *norm.Iter, buf []byte) (string, []byte) {
+	n := u.f.QuickSpanString(s)
+	if n == len(s) {
+		return s, buf
+	}
+	buf = append(buf[:0], s[:n]...)
+	it.InitString(u.f, s[n:])
+	for !it.Done() {
+		buf = append(buf, it.Next()...)
+	}
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), buf
+}
+
+// normalizeScratch normalizes s for Encode, through the scratch's buffer
+// when the normalizer can write into it (see unicodeForm.normalizeInto) and
+// as normalize does otherwise.
+func normalizeScratch(n normalizer, s string, sc *scratch) string {
+	if u, ok := n.(unicodeForm); ok {
+		s, sc.normBuf = u.normalizeInto(s, &sc.normIter, sc.normBuf)
+		return s
+	}
+	return n.normalize(s)
 }
 
 type lowercase struct{}

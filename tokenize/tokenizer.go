@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer encodes text exactly as the Hugging Face tokenizer of one
@@ -234,6 +236,8 @@ type scratch struct {
 	prev, next []int32
 	alive      []bool
 	heap       []cand
+	normBuf    []byte // the normalized text of the current segment
+	normIter   norm.Iter
 }
 
 // Encode appends the token ids of text to dst and returns the result. With
@@ -279,7 +283,7 @@ func (t *Tokenizer) splitAdded(m *addedMatcher, s string, dst []segment) []segme
 // that are matched in normalized text, and encodes the rest.
 func (t *Tokenizer) encodeNormalized(s string, sc *scratch, dst []uint32) []uint32 {
 	if t.normalizer != nil {
-		s = t.normalizer.normalize(s)
+		s = normalizeScratch(t.normalizer, s, sc)
 	}
 	if t.normAdded == nil {
 		return t.encodePlain(s, sc, dst)
