@@ -51,6 +51,9 @@ type Replayer struct {
 	// is refused or reset before any response moves on to the next node
 	// (it reached none, so it cannot have been served twice).
 	URLs func() []string
+	// Failover sends every request to the first of URLs and moves on to
+	// the next only as above: one ingress node, the others standing by.
+	Failover bool
 	// Target, when set, names the one base URL each request goes to (a
 	// DC's gateway); it overrides URLs and BaseURL.
 	Target func(i int, req traces.Request) string
@@ -128,6 +131,9 @@ func (r *Replayer) one(ctx context.Context, i int, req traces.Request) Outcome {
 			return Outcome{Session: session, Err: errors.New("no router node is running")}
 		}
 		base := urls[(i+try)%len(urls)]
+		if r.Failover {
+			base = urls[try%len(urls)]
+		}
 		var hr *http.Request
 		hr, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
 		if err != nil {

@@ -139,7 +139,7 @@ func (c *Cluster) startEngine(ctx context.Context, cfg Config, id uint64) error 
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{DC: c.cfgs[0].DC, EngineID: id, Engine: mocker.Config{SpeedUp: cfg.Compress}}, bus.Conn, c.log.With("engine", id))
+	srv, err := server.New(server.Config{DC: c.cfgs[0].DC, EngineID: id, Engine: mocker.Config{SpeedUp: cfg.Compress, NumBlocks: cfg.NumBlocks}}, bus.Conn, c.log.With("engine", id))
 	if err != nil {
 		bus.Close()
 		return err

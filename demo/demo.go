@@ -27,16 +27,30 @@ type Config struct {
 	Compress float64
 	// Policies are replayed in order, each on a fresh fleet.
 	Policies []string
-	// Trace is the workload; nil means the bundled Mooncake trace.
+	// Trace is the workload; nil means the bundled Mooncake trace for the
+	// federation replay and ChatWorkload for the policy comparison.
 	Trace []traces.Request
+	// NumBlocks is each engine's KV capacity in blocks; zero means the
+	// mocker's default (Run: DefaultNumBlocks).
+	NumBlocks int
+	// KillLeader kills the raft leader halfway through each replay of the
+	// comparison and restarts it.
+	KillLeader bool
+	// ReportDir receives the HTML report of the comparison's simulation;
+	// empty means a new temporary directory.
+	ReportDir string
 }
 
-// Defaults: 600 requests are the trace's first 2.5 minutes, which the
-// default compression of 10 replays in about 15 s per policy.
+// Defaults: the federation replays the bundled trace's first 600
+// requests, its first 2.5 minutes, at 10x in about 15 s. The comparison's
+// 259 requests span 135 trace seconds, which 5x replays in about 27 s per
+// policy: above that, the router's own work (wall time) weighs in TTFT
+// against engine timings that shrink with the compression.
 const (
-	DefaultEngines  = 4
-	DefaultRequests = 600
-	DefaultCompress = 10
+	DefaultEngines         = 4
+	DefaultRequests        = 600
+	DefaultCompress        = 10
+	DefaultCompareCompress = 5
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -62,6 +76,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: requests must be positive, got %d", c.Requests)
 	case !(c.Compress > 0 && c.Compress <= 1000):
 		return c, fmt.Errorf("demo: compress must be in (0, 1000], got %v", c.Compress)
+	case c.NumBlocks < 0:
+		return c, fmt.Errorf("demo: num-blocks must be >= 0, got %d", c.NumBlocks)
 	}
 	if c.Trace == nil {
 		reqs, err := traces.ReadBytes(traces.MooncakeSynthetic)
@@ -92,22 +108,44 @@ func (g *group) goRun(fn func() error) {
 	})
 }
 
-// Run replays the trace once per policy, each on a fresh 3-node cluster,
-// kills the raft leader halfway through each replay and restarts it, and
-// prints the report to out.
+// Run replays the workload once per policy, each on a fresh 3-node
+// cluster, without session ids so that only the policy places each turn;
+// then simulates the same requests on the same fleet shape and prints both
+// comparisons and whether they order kv and round-robin alike.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
+	if cfg.Trace == nil {
+		reqs, err := ChatWorkload()
+		if err != nil {
+			return err
+		}
+		cfg.Trace = reqs
+	}
+	if cfg.NumBlocks == 0 {
+		cfg.NumBlocks = DefaultNumBlocks
+	}
+	if cfg.Compress == 0 {
+		cfg.Compress = DefaultCompareCompress
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Live demo: embedded NATS, a %d-node router cluster (raft, Pebble on disk) with n1 on %s, %d simulated engines\n",
+	var span time.Duration
+	if n := len(cfg.Trace); n > 0 {
+		span = cfg.Trace[n-1].Arrival
+	}
+	fmt.Fprintf(out, "Live comparison: embedded NATS, a %d-node router cluster (raft, Pebble on disk) with n1 on %s, %d simulated\n",
 		ClusterSize, cfg.HTTPAddr, cfg.Engines)
-	fmt.Fprintf(out, "(Llama-3.1-8B/H100 timing model, %gx speed), hard session affinity by conversation.\n", cfg.Compress)
-	fmt.Fprintf(out, "Replaying the first %d requests of the bundled Mooncake trace over HTTP, %gx compressed, per policy,\n", len(cfg.Trace), cfg.Compress)
-	fmt.Fprintf(out, "round-robin over the live nodes; the raft leader is killed halfway through and restarted.\n")
-	fmt.Fprintf(out, "A session is named by its prompt's first block, and only a prompt sharing that block can reuse a cached\n")
-	fmt.Fprintf(out, "prefix, so both policies serve every possible reuse on the session's engine: here they differ in load and\n")
-	fmt.Fprintf(out, "TTFT, while the simulation above compares their hit ratios without sessions.\n\n")
+	fmt.Fprintf(out, "engines of %d KV blocks each (Llama-3.1-8B/H100 timing model, %gx speed). Replaying %d requests of multi-turn\n",
+		cfg.NumBlocks, cfg.Compress, len(cfg.Trace))
+	fmt.Fprintf(out, "chat (a shared system prompt, every turn resending its conversation; %.0f trace seconds, seed %d) over HTTP,\n",
+		span.Seconds(), WorkloadSeed)
+	fmt.Fprintf(out, "%gx compressed, once per policy on a fresh DC, without session ids: only the policy decides where a turn goes.\n", cfg.Compress)
+	fmt.Fprintf(out, "Requests enter at n1 (n2, n3 take over if it is down), as the simulator's one router.\n")
+	if cfg.KillLeader {
+		fmt.Fprintf(out, "The raft leader is killed halfway through each replay and restarted.\n")
+	}
+	fmt.Fprintln(out)
 	var sums []Summary
 	for _, p := range cfg.Policies {
 		s, err := replayPolicy(ctx, cfg, p, log)
@@ -116,7 +154,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		}
 		sums = append(sums, s)
 	}
-	return WriteSummaries(out, sums)
+	if err := WriteComparison(out, sums); err != nil {
+		return err
+	}
+	return compareWithSim(ctx, cfg, sums, out)
 }
 
 // restartAfter is how long a killed leader stays down.
@@ -130,7 +171,7 @@ func replayPolicy(ctx context.Context, cfg Config, policy string, log *slog.Logg
 	defer c.Stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	defer client.CloseIdleConnections()
-	r := &Replayer{URLs: c.URLs, Sessions: true, Model: mocker.DefaultModel, Compress: cfg.Compress, Client: client}
+	r := &Replayer{URLs: c.URLs, Failover: true, Model: mocker.DefaultModel, Compress: cfg.Compress, Client: client}
 
 	var span time.Duration
 	if n := len(cfg.Trace); n > 0 {
@@ -139,7 +180,11 @@ func replayPolicy(ctx context.Context, cfg Config, policy string, log *slog.Logg
 	fault := make(chan string, 1)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { fault <- c.killLeader(fctx, span/2) }()
+	if cfg.KillLeader {
+		go func() { fault <- c.killLeader(fctx, span/2) }()
+	} else {
+		fault <- ""
+	}
 
 	start := time.Now()
 	outs := r.Run(ctx, cfg.Trace)

@@ -1,9 +1,6 @@
 package demo
 
 import (
-	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kvrouter/kvrouter/sim"
@@ -21,12 +18,16 @@ type Summary struct {
 	FirstError error
 	// HitRatio is the share of prompt tokens the engines served from their
 	// prefix caches, as they reported in usage.prompt_tokens_details.
-	HitRatio    float64
-	TTFTP50     time.Duration
-	TTFTP99     time.Duration
-	ReqPerSec   float64
-	TokPerSec   float64
-	WallSeconds float64
+	HitRatio float64
+	// PromptTokens and CachedTokens are the engines' usage totals over the
+	// served requests; CachedTokens is the prefill the caches saved.
+	PromptTokens int
+	CachedTokens int
+	TTFTP50      time.Duration
+	TTFTP99      time.Duration
+	ReqPerSec    float64
+	TokPerSec    float64
+	WallSeconds  float64
 	// Sessions counts the conversations with at least two served
 	// requests; Violations those served by more than one engine (hard
 	// affinity promises 0).
@@ -59,6 +60,7 @@ func Summarize(policy string, outs []Outcome, wall time.Duration) Summary {
 		output += o.OutputTokens
 	}
 	s.Sessions, s.Violations = affinity(outs)
+	s.PromptTokens, s.CachedTokens = prompt, cached
 	if prompt > 0 {
 		s.HitRatio = float64(cached) / float64(prompt)
 	}
@@ -96,29 +98,4 @@ func affinity(outs []Outcome) (sessions, violations int) {
 		}
 	}
 	return sessions, violations
-}
-
-// WriteSummaries prints the live demo's table.
-func WriteSummaries(w io.Writer, ss []Summary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\trequests\terrors\tcut by kill\thit ratio\tTTFT p50 ms\tTTFT p99 ms\treq/s\toutput tok/s\tsessions\taffinity violations\t")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.0f\t%.1f\t%.0f\t%d\t%d\t\n", s.Policy, s.Requests, s.Errors, s.Cut, s.HitRatio,
-			float64(s.TTFTP50)/float64(time.Millisecond), float64(s.TTFTP99)/float64(time.Millisecond), s.ReqPerSec, s.TokPerSec,
-			s.Sessions, s.Violations)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range ss {
-		if s.Event != "" {
-			fmt.Fprintf(w, "%s: %s\n", s.Policy, s.Event)
-		}
-	}
-	for _, s := range ss {
-		if s.FirstError != nil {
-			fmt.Fprintf(w, "%s: first error: %v\n", s.Policy, s.FirstError)
-		}
-	}
-	return nil
 }

@@ -28,11 +28,14 @@ func newDemoCmd() *cobra.Command {
 		Short: "Compare routing policies on the bundled trace: simulated, then live over HTTP",
 		Long: `demo needs nothing but this binary. It first replays the bundled Mooncake trace on a
 virtual clock through the routing core and simulated engines, once per policy, and prints
-the comparison. Then it starts a live DC on loopback (embedded NATS,
-simulated engines serving HTTP, a 3-node router cluster in raft) and replays the start of
-the trace through the nodes' OpenAI-compatible API with a real client, once with kv and once
-with round-robin, killing the raft leader halfway through each replay and restarting it.
-Last, two such DCs with a relay each and a 20 ms WAN round trip between them replay it
+the comparison. Then it starts a live DC on loopback (embedded NATS, simulated engines
+serving HTTP, a 3-node router cluster in raft) and replays a generated multi-turn chat
+workload through the nodes' OpenAI-compatible API with a real client, once per policy
+(kv, round-robin, kv-ttft) on a fresh DC, without session ids; it prints hit ratio, prefill
+tokens saved and TTFT side by side, simulates the same requests on the same fleet shape,
+states whether both order kv and round-robin alike, and writes the simulation's HTML
+report (--report, or a temporary directory). --kill-leader also kills the raft leader
+halfway through each live replay and restarts it. Last, two such DCs with a relay each and a 20 ms WAN round trip between them replay it
 through their gateways, some conversations continuing in the other DC, and the report gives
 local and cross-DC hit ratios, forwards, TTFT and affinity violations.
 
@@ -48,8 +51,11 @@ client until interrupted.`,
 	fs.BoolVar(&f.noFed, "no-federation", false, "skip the two-DC federation replay")
 	fs.StringVar(&f.live.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "the router node's client-facing address")
 	fs.IntVar(&f.live.Requests, "live-requests", demo.DefaultRequests, "trace requests replayed live per policy")
-	fs.Float64Var(&f.live.Compress, "compress", demo.DefaultCompress, "live replay: arrivals and engine clocks this many times faster than the trace")
-	fs.StringSliceVar(&f.live.Policies, "live-policies", []string{"kv", "round-robin"}, "policies replayed live")
+	fs.Float64Var(&f.live.Compress, "compress", 0, fmt.Sprintf("live replays: arrivals and engine clocks this many times faster than the trace (0: %gx for the comparison, %gx for the federation)",
+		float64(demo.DefaultCompareCompress), float64(demo.DefaultCompress)))
+	fs.StringSliceVar(&f.live.Policies, "live-policies", []string{"kv", "round-robin", "kv-ttft"}, "policies replayed live")
+	fs.IntVar(&f.live.NumBlocks, "num-blocks", demo.DefaultNumBlocks, "live comparison: each engine's KV capacity in blocks")
+	fs.BoolVar(&f.live.KillLeader, "kill-leader", false, "live comparison: kill the raft leader halfway through each replay and restart it")
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the live fleet")
 	return cmd
 }
@@ -65,6 +71,9 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return serveDemo(cmd, f, log)
 	}
 	out := cmd.OutOrStdout()
+	// --report receives the live comparison's simulation, not the first
+	// part's.
+	f.live.ReportDir, f.sim.report = f.sim.report, ""
 	if !f.noSim {
 		if err := runSim(cmd, &f.sim, true); err != nil {
 			return err
@@ -79,7 +88,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}
 	fmt.Fprintln(out)
 	fed := f.live
-	fed.HTTPAddr = ""
+	fed.HTTPAddr, fed.NumBlocks = "", 0
 	return demo.RunFederation(cmd.Context(), fed, out, log)
 }
 
