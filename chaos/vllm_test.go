@@ -21,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/kvrouter/kvrouter/fleet/declared"
+	"github.com/kvrouter/kvrouter/internal/dnstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/routing"
@@ -306,26 +307,14 @@ func port(t *testing.T) string {
 // dnsServer answers A questions for name with addrs on loopback UDP and
 // returns its address.
 func dnsServer(t *testing.T, name string, addrs []string) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(req)
-		for _, q := range req.Question {
-			if q.Name != name || q.Qtype != dns.TypeA {
-				continue
-			}
-			for _, a := range addrs {
-				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5},
-					A: net.ParseIP(a)})
-			}
+	return dnstest.Serve(t, func(q dns.Question) []dns.RR {
+		var out []dns.RR
+		if q.Name != name || q.Qtype != dns.TypeA {
+			return nil
 		}
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = srv.ActivateAndServe() }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String()
+		for _, a := range addrs {
+			out = append(out, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(a)})
+		}
+		return out
+	})
 }
