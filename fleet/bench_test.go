@@ -140,7 +140,7 @@ func benchNATS(b *testing.B) {
 		timed += time.Since(start)
 		b.StopTimer()
 		data, _ := proto.Marshal(&kvrpb.Deregister{EngineId: uint64(w.ID), Incarnation: 1})
-		_ = pub.Publish(kvrpb.SubjectDeregister(testDC), data)
+		_ = pub.Publish(kvrpb.SubjectDeregister(testDC, uint64(w.ID)), data)
 		b.StartTimer()
 	}
 	if s := p.Stats(); s.Gaps != 0 || s.Dropped != 0 {
@@ -153,7 +153,7 @@ func benchRegister(b *testing.B, pub *nats.Conn, p *Plane, idx *index.Exact, w r
 	c := &kvrpb.WorkerCard{EngineId: uint64(w.ID), DpSize: 1, Model: "m", BlockSize: 16, TotalKvBlocks: 1 << 20,
 		MaxNumBatchedTokens: 8192, EndpointUrl: "http://e:1", Checksum: "c", Incarnation: 1}
 	data, _ := proto.Marshal(c)
-	if err := pub.Publish(kvrpb.SubjectRegister(testDC), data); err != nil {
+	if err := pub.Publish(kvrpb.SubjectRegister(testDC, uint64(w.ID)), data); err != nil {
 		b.Fatal(err)
 	}
 	for {

@@ -48,6 +48,20 @@ const (
 	// heartbeat periods, ample for engines that answer within a round
 	// trip, and it also covers engines that only heartbeat.
 	DefaultDiscoverWait = 2 * DefaultHeartbeatInterval
+	// DefaultMaxEngines bounds the registry: several times the largest
+	// fleet one DC's router cluster is sized for, and small enough that a
+	// flood of forged cards costs a bounded amount of memory and routing
+	// work.
+	DefaultMaxEngines = 4096
+	// DefaultRegistrationRate is how many cards per second may add, restart
+	// or update an engine once the burst is spent: a fleet of
+	// DefaultMaxEngines registers within ninety seconds, while a flood of
+	// forged cards adds at most this many engines (each of which costs a
+	// snapshot request and, when it expires, an index removal).
+	DefaultRegistrationRate = 50
+	// DefaultRegistrationBurst lets a fleet of this many engines that
+	// starts (or restarts) at once register without waiting.
+	DefaultRegistrationBurst = 512
 )
 
 // Config shapes a Plane. Zero fields take the defaults; call
@@ -77,6 +91,14 @@ type Config struct {
 	// DiscoverWait is how long after Start the registry is taken to know
 	// every engine (see Plane.Discovered).
 	DiscoverWait time.Duration
+	// MaxEngines bounds the engines registered; a new engine's own card
+	// beyond it is refused (declared engines are always admitted).
+	MaxEngines int
+	// RegistrationRate (per second) and RegistrationBurst bound the
+	// engines' own cards that add, restart or update an engine; a card
+	// that only refreshes liveness is never limited.
+	RegistrationRate  float64
+	RegistrationBurst int
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 }
@@ -92,6 +114,11 @@ func (c *Config) EnsureDefaults() *Config {
 	setInt(&c.SnapshotAttempts, DefaultSnapshotAttempts)
 	setInt(&c.MaxBufferedEvents, DefaultMaxBufferedEvents)
 	setInt(&c.QueueLength, DefaultQueueLength)
+	setInt(&c.MaxEngines, DefaultMaxEngines)
+	setInt(&c.RegistrationBurst, DefaultRegistrationBurst)
+	if c.RegistrationRate == 0 {
+		c.RegistrationRate = DefaultRegistrationRate
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -130,6 +157,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max_buffered_events %d must be positive", ErrConfig, c.MaxBufferedEvents)
 	case c.QueueLength < 1:
 		return fmt.Errorf("%w: queue_length %d must be positive", ErrConfig, c.QueueLength)
+	case c.MaxEngines < 1:
+		return fmt.Errorf("%w: max_engines %d must be positive", ErrConfig, c.MaxEngines)
+	case c.RegistrationRate <= 0:
+		return fmt.Errorf("%w: engine_registration_rate %v must be positive", ErrConfig, c.RegistrationRate)
+	case c.RegistrationBurst < 1:
+		return fmt.Errorf("%w: engine_registration_burst %d must be positive", ErrConfig, c.RegistrationBurst)
 	}
 	return nil
 }

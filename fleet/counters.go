@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"errors"
+	"maps"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +52,9 @@ type Stats struct {
 	// Gaps counts detected gaps; Resyncs completed snapshot resyncs and
 	// ResyncErrors failed ones.
 	Gaps, Resyncs, ResyncErrors uint64
+	// Refused counts engines' messages refused by admission, keyed
+	// "message/reason" as the kvrouter_fleet_messages_refused_total labels.
+	Refused map[string]uint64
 }
 
 // counters feeds Stats and the metrics. Prometheus counters are resolved
@@ -62,6 +67,9 @@ type counters struct {
 	malformedN, hbRef atomic.Uint64
 	gaps, resyncs     atomic.Uint64
 	resyncErrs        atomic.Uint64
+
+	refMu   sync.Mutex
+	refused map[string]uint64
 }
 
 func newCounters(m *metrics.Metrics) *counters {
@@ -72,7 +80,30 @@ func (c *counters) stats() Stats {
 	return Stats{
 		Applied: c.appliedN.Load(), Dropped: c.dropped.Load(), Malformed: c.malformedN.Load(),
 		RefusedHeartbeats: c.hbRef.Load(), Gaps: c.gaps.Load(), Resyncs: c.resyncs.Load(),
-		ResyncErrors: c.resyncErrs.Load(),
+		ResyncErrors: c.resyncErrs.Load(), Refused: c.refusedCopy(),
+	}
+}
+
+func (c *counters) refusedCopy() map[string]uint64 {
+	c.refMu.Lock()
+	defer c.refMu.Unlock()
+	return maps.Clone(c.refused)
+}
+
+// refuse counts n refused messages of one kind for one reason; any
+// goroutine may call it.
+func (c *counters) refuse(message, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	c.refMu.Lock()
+	if c.refused == nil {
+		c.refused = map[string]uint64{}
+	}
+	c.refused[message+"/"+reason] += uint64(n)
+	c.refMu.Unlock()
+	if c.m != nil {
+		c.m.EngineRefused.WithLabelValues(message, reason).Add(float64(n))
 	}
 }
 

@@ -18,16 +18,21 @@ func (p *Plane) DeclaredSink() DeclaredSink { return DeclaredSink{p} }
 
 // Card registers or refreshes a declared engine.
 func (s DeclaredSink) Card(c *kvrpb.WorkerCard) error {
-	_, err := s.p.register(c, false)
+	_, err := s.p.register(c, FromDeclared)
 	return err
 }
 
 // Beat reports a declared engine's load and refreshes its liveness.
-func (s DeclaredSink) Beat(h *kvrpb.Heartbeat) error { return s.p.beat(h) }
+func (s DeclaredSink) Beat(h *kvrpb.Heartbeat) error { return s.p.beat(h, FromDeclared) }
+
+// Reserve declares, before the probe registers it, that a statically
+// declared engine owns id and url, so that no engine's own card can claim
+// either (Registry.Reserve).
+func (s DeclaredSink) Reserve(id routing.WorkerID, url string) { s.p.reg.Reserve(id, url) }
 
 // Leave removes an engine the declarations no longer list.
 func (s DeclaredSink) Leave(id routing.WorkerID, incarnation uint64) {
-	if _, ok := s.p.reg.Deregister(id, incarnation); ok {
+	if _, ok := s.p.reg.Deregister(id, incarnation, FromDeclared); ok {
 		s.p.log.Info("declared engine left", "worker", uint64(id))
 	}
 }

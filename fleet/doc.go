@@ -6,10 +6,10 @@
 //
 // # Registry
 //
-// Engines publish a WorkerCard on kvr.<dc>.workers.register, a Heartbeat
-// on kvr.<dc>.workers.heartbeat every 500 ms (with each rank's load and
-// last event id) and a Deregister on kvr.<dc>.workers.deregister when they
-// stop cleanly. The rules:
+// Engines publish a WorkerCard on kvr.<dc>.workers.<id>.register, a
+// Heartbeat on kvr.<dc>.workers.<id>.heartbeat every 500 ms (with each
+// rank's load and last event id) and a Deregister on
+// kvr.<dc>.workers.<id>.deregister when they stop cleanly. The rules:
 //
 //   - A card registers the engine, or refreshes its liveness when it is the
 //     same card. A card with a new incarnation (or rank count) of a known
@@ -33,6 +33,35 @@
 //     measured on the real clock, stop for more than half the liveness
 //     timeout (the node was stopped or starved, and heard nothing either),
 //     that gap is not held against the engines (Registry.Sweep).
+//
+// # Identity and admission
+//
+// Every subject an engine publishes on carries its id. A card, heartbeat,
+// deregistration or KV batch whose payload names another engine than its
+// subject is refused (ErrIdentity). Where the NATS server confines each
+// engine's credentials to its own subjects (fleet/natsbus's users file,
+// or the same permissions on an external server), the subject is the
+// publisher's identity: no engine can register, refresh, deregister or
+// feed the index as another, nor take over another's id with a new
+// incarnation and URL.
+//
+// Engines the operator declares (static entries, DNS discovery) are
+// authoritative: an engine's own card claiming a declared id or endpoint
+// URL is refused (ErrDeclared), a declared card evicts an engine's own
+// card that claimed them, and engines' own heartbeats and
+// deregistrations never touch a declared engine. Static entries are
+// reserved before their first probe (DeclaredSink.Reserve).
+//
+// Engines' own cards are bounded: a new engine beyond Config.MaxEngines
+// is refused (ErrCapacity), and cards that add, restart or update an
+// engine pass a token bucket (Config.RegistrationRate and
+// RegistrationBurst; ErrRateLimited); a card that only refreshes liveness
+// is never limited. Cards and deregistrations have a bounded backlog in
+// the NATS client, beyond which a flood is dropped unread. Every refusal
+// is counted by message and reason (kvrouter_fleet_messages_refused_total,
+// Stats.Refused). Heartbeats have a subscription, a backlog and a
+// goroutine of their own, and never wait for the applier, so a flood of
+// cards cannot delay them: the real engines stay alive through it.
 //
 // # KV events
 //
@@ -91,9 +120,10 @@
 // rank's events are applied in publication order. Snapshot requests run on
 // goroutines of their own and hand their answers back to the applier, as
 // do registrations and removals, so index writes stay on that one path.
-// Cards, heartbeats and deregistrations share one subscription and are
-// handled in arrival order on its goroutine; the sweeper goroutine expires
-// engines. Every goroutine the plane starts is stopped and waited for by
+// Cards, heartbeats and deregistrations have one subscription each, so
+// each kind is handled in arrival order on its own goroutine; the sweeper
+// goroutine expires engines and counts the messages the subscriptions
+// dropped unread. Every goroutine the plane starts is stopped and waited for by
 // Close. The Registry is safe for concurrent use; its read methods return
 // copies. OnRemove listeners run on the goroutine that removed the engine
 // (the registration callback or the sweeper) and must not block. A removed

@@ -173,7 +173,7 @@ func (e *engine) publish(subject string, m proto.Message) {
 	}
 }
 
-func (e *engine) register() { e.publish(kvrpb.SubjectRegister(testDC), e.card()) }
+func (e *engine) register() { e.publish(kvrpb.SubjectRegister(testDC, uint64(e.id)), e.card()) }
 
 func (e *engine) heartbeat() {
 	e.mu.Lock()
@@ -184,7 +184,7 @@ func (e *engine) heartbeat() {
 			ActivePrefillTokens: uint64(l.ActivePrefillTokens), LastEventId: m.LastEventID()})
 	}
 	e.mu.Unlock()
-	e.publish(kvrpb.SubjectHeartbeat(testDC), hb)
+	e.publish(kvrpb.SubjectHeartbeat(testDC, uint64(e.id)), hb)
 }
 
 // run submits n prompts to every rank, drives the ranks to completion and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/time/rate"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -39,18 +40,38 @@ type Plane struct {
 	// to the applier goroutine, the only writer of the index.
 	work chan item
 
-	mu      sync.Mutex
-	state   int
-	subs    []*nats.Subscription
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	subjReg string
-	subjHB  string
-	subjDel string
+	mu     sync.Mutex
+	state  int
+	subs   []subscription
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 	// started is when the discover request went out (UnixNano; 0 before).
 	started atomic.Int64
+	// warnRefusals throttles the warning about refused engine messages.
+	warnRefusals rate.Sometimes
 }
+
+// subscription is one of the plane's subscriptions, with the message type
+// it carries and the count of messages the NATS client dropped unread
+// because its backlog was full (counted as refused, reason "overflow").
+type subscription struct {
+	sub     *nats.Subscription
+	message string
+	dropped int
+}
+
+// Backlog bounds of the subscriptions (messages, bytes). The KV stream may
+// burst far beyond the NATS client's defaults while the applier is busy;
+// losing messages there only costs a resync, but there is no reason to
+// lose them early. Cards and deregistrations get a bounded backlog: beyond
+// it a flood is dropped unread (and counted) instead of growing memory.
+// Heartbeats get their own, so a flood of cards never delays them.
+var (
+	kvBacklog        = [2]int{1 << 20, 256 << 20}
+	cardBacklog      = [2]int{4096, 16 << 20}
+	heartbeatBacklog = [2]int{1 << 16, 64 << 20}
+)
 
 // Plane lifecycle states.
 const (
@@ -103,9 +124,10 @@ func New(cfg Config, nc *nats.Conn, idx Index, m *metrics.Metrics, log *slog.Log
 	log = log.With("dc", cfg.DC)
 	p := &Plane{
 		cfg: cfg, nc: nc, m: m, log: log, reg: NewRegistry(cfg.LivenessTimeout, m), ctr: newCounters(m),
-		work:    make(chan item, cfg.QueueLength),
-		subjReg: kvrpb.SubjectRegister(cfg.DC), subjHB: kvrpb.SubjectHeartbeat(cfg.DC), subjDel: kvrpb.SubjectDeregister(cfg.DC),
+		work:         make(chan item, cfg.QueueLength),
+		warnRefusals: rate.Sometimes{Interval: refusalLogEvery},
 	}
+	p.reg.SetLimits(Limits{MaxEngines: cfg.MaxEngines, Rate: cfg.RegistrationRate, Burst: cfg.RegistrationBurst})
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if !cfg.NoKVEvents {
 		p.ing = newIngester(idx, p.reg, p.ctr, log, cfg.MaxBufferedEvents, p.fetch)
@@ -157,13 +179,27 @@ func (p *Plane) Start(ctx context.Context) error {
 	return nil
 }
 
+// refusalLogEvery is the least time between two warnings about refused
+// engine messages; the metric counts every one.
+const refusalLogEvery = 10 * time.Second
+
+// subscribe makes one subscription per message type, each delivered on
+// its own goroutine of the NATS client: heartbeats never wait behind
+// cards.
 func (p *Plane) subscribe() error {
 	if p.ing != nil {
-		if err := p.sub(kvrpb.SubjectKVAll(p.cfg.DC), p.onBatch); err != nil {
+		if err := p.sub(kvrpb.SubjectKVAll(p.cfg.DC), "kv", kvBacklog, p.onBatch); err != nil {
 			return err
 		}
 	}
-	if err := p.sub("kvr."+p.cfg.DC+".workers.*", p.onWorkers); err != nil {
+	dc := p.cfg.DC
+	if err := p.sub(kvrpb.SubjectHeartbeatAll(dc), "heartbeat", heartbeatBacklog, p.onHeartbeat); err != nil {
+		return err
+	}
+	if err := p.sub(kvrpb.SubjectRegisterAll(dc), "card", cardBacklog, p.onCard); err != nil {
+		return err
+	}
+	if err := p.sub(kvrpb.SubjectDeregisterAll(dc), "deregister", cardBacklog, p.onDeregister); err != nil {
 		return err
 	}
 	if err := p.nc.Flush(); err != nil {
@@ -177,17 +213,30 @@ func (p *Plane) subscribe() error {
 	return nil
 }
 
-func (p *Plane) sub(subject string, h nats.MsgHandler) error {
+func (p *Plane) sub(subject, message string, backlog [2]int, h nats.MsgHandler) error {
 	s, err := p.nc.Subscribe(subject, h)
 	if err != nil {
 		return fmt.Errorf("fleet: subscribe %s: %w", subject, err)
 	}
-	// The KV stream may burst far beyond the default pending limits while
-	// the applier is busy; losing messages there only costs a resync, but
-	// there is no reason to lose them early.
-	_ = s.SetPendingLimits(1<<20, 256<<20)
-	p.subs = append(p.subs, s)
+	_ = s.SetPendingLimits(backlog[0], backlog[1])
+	p.subs = append(p.subs, subscription{sub: s, message: message})
 	return nil
+}
+
+// countOverflow counts the messages each subscription dropped unread
+// since the last call. The sweeper calls it.
+func (p *Plane) countOverflow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.subs {
+		s := &p.subs[i]
+		n, err := s.sub.Dropped()
+		if err != nil || n <= s.dropped {
+			continue
+		}
+		p.ctr.refuse(s.message, reasonOverflow, n-s.dropped)
+		s.dropped = n
+	}
 }
 
 // Close unsubscribes, stops the goroutines and waits for them. It is
@@ -201,7 +250,7 @@ func (p *Plane) Close() error {
 	p.state = stateClosed
 	var errs []error
 	for _, s := range p.subs {
-		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		if err := s.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
 			errs = append(errs, err)
 		}
 	}
@@ -217,6 +266,17 @@ func (p *Plane) post(it item) {
 	select {
 	case p.work <- it:
 	case <-p.ctx.Done():
+	}
+}
+
+// offer hands an item to the applier if its queue has room, and reports
+// whether it did.
+func (p *Plane) offer(it item) bool {
+	select {
+	case p.work <- it:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -271,6 +331,7 @@ func (p *Plane) sweep() {
 				p.log.Info("engine expired", "worker", uint64(e.ID), "last_seen", e.LastSeen)
 			}
 			p.setConnected()
+			p.countOverflow()
 		}
 	}
 }

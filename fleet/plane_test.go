@@ -179,8 +179,8 @@ func TestDeregister(t *testing.T) {
 	f.plane.Registry().OnRemove(gone.add)
 	e := newFakeEngine(t, f.nc, 8, 1, 3)
 	f.registered(t, e)
-	e.publish(kvrpb.SubjectDeregister(testDC), &kvrpb.Deregister{EngineId: 8, Incarnation: 2})
-	e.publish(kvrpb.SubjectDeregister(testDC), &kvrpb.Deregister{EngineId: 8, Incarnation: 3})
+	e.publish(kvrpb.SubjectDeregister(testDC, 8), &kvrpb.Deregister{EngineId: 8, Incarnation: 2})
+	e.publish(kvrpb.SubjectDeregister(testDC, 8), &kvrpb.Deregister{EngineId: 8, Incarnation: 3})
 	eventually(t, "deregistration", func() bool { return len(gone.list()) == 1 })
 	if len(f.plane.Registry().Engines()) != 0 {
 		t.Fatal("engine still registered")
@@ -190,8 +190,8 @@ func TestDeregister(t *testing.T) {
 func TestMalformedPayloadsCounted(t *testing.T) {
 	f := newFixture(t, nil)
 	garbage := []byte{0xff, 0xff, 0x01}
-	for _, subj := range []string{kvrpb.SubjectKV(testDC, 1, 0), kvrpb.SubjectRegister(testDC),
-		kvrpb.SubjectHeartbeat(testDC), kvrpb.SubjectDeregister(testDC)} {
+	for _, subj := range []string{kvrpb.SubjectKV(testDC, 1, 0), kvrpb.SubjectRegister(testDC, 1),
+		kvrpb.SubjectHeartbeat(testDC, 1), kvrpb.SubjectDeregister(testDC, 1)} {
 		if err := f.nc.Publish(subj, garbage); err != nil {
 			t.Fatal(err)
 		}

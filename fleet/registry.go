@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -64,6 +66,9 @@ type Engine struct {
 	// last card or accepted heartbeat.
 	Registered time.Time
 	LastSeen   time.Time
+	// Source says who registered the engine: its own card or the
+	// operator's declaration.
+	Source Source
 }
 
 func (e *Engine) clone() Engine {
@@ -84,6 +89,12 @@ type Registry struct {
 	engines   map[routing.WorkerID]*Engine
 	listeners []func(Engine)
 	silent    []func(Engine)
+	// max, lim and the reservations are the admission rules of engines'
+	// own cards (admission.go).
+	max          int
+	lim          *rate.Limiter
+	reservedIDs  map[routing.WorkerID]bool
+	reservedURLs map[string]bool
 }
 
 // NewRegistry returns an empty registry that expires engines silent for
@@ -113,9 +124,18 @@ func (r *Registry) OnSilent(f func(Engine)) {
 	r.silent = append(r.silent, f)
 }
 
-// Register records a card seen at now. The card is validated; an invalid
-// card changes nothing.
+// Register records an engine's own card seen at now (RegisterFrom with
+// FromEngine).
 func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) {
+	return r.RegisterFrom(c, now, FromEngine)
+}
+
+// RegisterFrom records a card from src seen at now. The card is
+// validated and admitted (admission.go); a card that is invalid or not
+// admitted changes nothing. A declared card replaces every engine's own
+// card that claimed its id or endpoint, which the OnRemove listeners hear
+// of as removed.
+func (r *Registry) RegisterFrom(c *kvrpb.WorkerCard, now time.Time, src Source) (Change, error) {
 	if c == nil {
 		return Refreshed, fmt.Errorf("%w: nil card", wire.ErrMalformed)
 	}
@@ -123,9 +143,18 @@ func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) 
 		return Refreshed, err
 	}
 	r.mu.Lock()
+	var gone []Engine
+	if src == FromDeclared {
+		if e := r.engines[routing.WorkerID(c.EngineId)]; e == nil || e.Source != FromDeclared {
+			gone = r.evictClaimantsLocked(c)
+		}
+	}
 	old, known := r.engines[routing.WorkerID(c.EngineId)]
-	var prev Engine
 	change := classify(old, c)
+	if err := r.admitLocked(old, c, change, src, now); err != nil {
+		r.mu.Unlock()
+		return change, err
+	}
 	switch change {
 	case Refreshed:
 		old.LastSeen = now
@@ -134,15 +163,15 @@ func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) 
 		old.LastSeen = now
 	default:
 		if known {
-			prev = old.clone()
+			gone = append(gone, old.clone())
 		}
-		r.engines[routing.WorkerID(c.EngineId)] = newEngine(c, now)
+		e := newEngine(c, now)
+		e.Source = src
+		r.engines[routing.WorkerID(c.EngineId)] = e
 	}
 	r.setGaugeLocked()
 	r.mu.Unlock()
-	if change == Restarted {
-		r.notify([]Engine{prev}, false)
-	}
+	r.notify(gone, false)
 	return change, nil
 }
 
@@ -171,8 +200,10 @@ func newEngine(c *kvrpb.WorkerCard, now time.Time) *Engine {
 // registered engine whose incarnation and card checksum match; otherwise
 // it is refused with ErrUnknownEngine or ErrStaleCard and does not count
 // for liveness, since only a card can tell the registry what the engine
-// now is. Loads of ranks the card does not have are ignored.
-func (r *Registry) Heartbeat(h *kvrpb.Heartbeat, now time.Time) error {
+// now is. Loads of ranks the card does not have are ignored. An engine's
+// own heartbeat (src FromEngine) never counts for a declared engine, whose
+// liveness its probe decides.
+func (r *Registry) Heartbeat(h *kvrpb.Heartbeat, now time.Time, src Source) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil heartbeat", wire.ErrMalformed)
 	}
@@ -180,6 +211,8 @@ func (r *Registry) Heartbeat(h *kvrpb.Heartbeat, now time.Time) error {
 	defer r.mu.Unlock()
 	e, ok := r.engines[routing.WorkerID(h.EngineId)]
 	switch {
+	case src == FromEngine && r.declaredLocked(routing.WorkerID(h.EngineId), e):
+		return fmt.Errorf("%w: heartbeat of engine %d", ErrDeclared, h.EngineId)
 	case !ok:
 		return fmt.Errorf("%w: %d", ErrUnknownEngine, h.EngineId)
 	case e.Incarnation != h.Incarnation || e.Checksum != h.CardChecksum:
@@ -196,11 +229,12 @@ func (r *Registry) Heartbeat(h *kvrpb.Heartbeat, now time.Time) error {
 
 // Deregister removes the engine when incarnation matches its card (a late
 // deregistration of an earlier incarnation must not remove the new one)
-// and reports the removed engine.
-func (r *Registry) Deregister(id routing.WorkerID, incarnation uint64) (Engine, bool) {
+// and src may remove it (an engine's own deregistration never removes a
+// declared engine), and reports the removed engine.
+func (r *Registry) Deregister(id routing.WorkerID, incarnation uint64, src Source) (Engine, bool) {
 	r.mu.Lock()
 	e, ok := r.engines[id]
-	if !ok || e.Incarnation != incarnation {
+	if !ok || e.Incarnation != incarnation || src == FromEngine && r.declaredLocked(id, e) {
 		r.mu.Unlock()
 		return Engine{}, false
 	}

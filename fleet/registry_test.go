@@ -85,7 +85,7 @@ func TestHeartbeatRules(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(time.Duration(i+1) * time.Millisecond)
-			if err := r.Heartbeat(tc.hb, now); !errors.Is(err, tc.want) {
+			if err := r.Heartbeat(tc.hb, now, FromEngine); !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			e, _ := r.Engine(1)
@@ -191,7 +191,7 @@ func TestOnSilentHearsOnlyExpiredEngines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := r.Deregister(2, 1); !ok {
+	if _, ok := r.Deregister(2, 1, FromEngine); !ok {
 		t.Fatal("deregister refused")
 	}
 	if _, err := r.Register(card(3, "m", 1, 2, "c"), t0); err != nil { // a restart
@@ -220,7 +220,7 @@ func TestSweepDoesNotCountTheNodesOwnPause(t *testing.T) {
 		t.Fatalf("the node's own pause expired %d engines", len(gone))
 	}
 	// The queued heartbeat of engine 1 arrives; engine 2 stays silent.
-	if err := r.Heartbeat(&kvrpb.Heartbeat{EngineId: 1, Incarnation: 1, CardChecksum: "c"}, t0.Add(4300*time.Millisecond)); err != nil {
+	if err := r.Heartbeat(&kvrpb.Heartbeat{EngineId: 1, Incarnation: 1, CardChecksum: "c"}, t0.Add(4300*time.Millisecond), FromEngine); err != nil {
 		t.Fatal(err)
 	}
 	var gone []Engine

@@ -89,7 +89,7 @@ func startFakeEngine(b *testing.B, natsURL string, id uint64) *fakeEngine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.publish(kvrpb.SubjectRegister("dc1"), e.card)
+	e.publish(kvrpb.SubjectRegister("dc1", id), e.card)
 	e.wg.Go(e.heartbeats)
 	return e
 }
@@ -99,7 +99,7 @@ func (e *fakeEngine) heartbeats() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		e.publish(kvrpb.SubjectHeartbeat("dc1"), &kvrpb.Heartbeat{EngineId: e.id, CardChecksum: e.card.Checksum,
+		e.publish(kvrpb.SubjectHeartbeat("dc1", e.id), &kvrpb.Heartbeat{EngineId: e.id, CardChecksum: e.card.Checksum,
 			Incarnation: e.card.Incarnation, Loads: []*kvrpb.RankLoad{{KvTotalBlocks: e.card.TotalKvBlocks, LastEventId: e.lastEventID()}}})
 		select {
 		case <-e.stop:

@@ -86,7 +86,7 @@ func (e *Engine) card(model string, kvBlocks uint64, incarnation uint64) *kvrpb.
 	c := &kvrpb.WorkerCard{
 		EngineId: uint64(e.ID), DpSize: uint32(len(e.Ranks)), Model: model, BlockSize: sp.BlockSize,
 		TotalKvBlocks: kvBlocks, MaxNumBatchedTokens: cmp.Or(sp.MaxBatchedTokens, DefaultMaxBatchedTokens),
-		Device: kvrpb.DeviceKind_DEVICE_KIND_GPU, EndpointUrl: e.URL, Incarnation: incarnation, Version: 1,
+		Device: kvrpb.DeviceKind_DEVICE_KIND_GPU, EndpointUrl: e.URL, Incarnation: incarnation, Version: kvrpb.Version,
 	}
 	h := xxh3.New()
 	for _, s := range []string{c.Model, c.EndpointUrl, strconv.Itoa(int(c.DpSize)), strconv.Itoa(int(c.BlockSize)),

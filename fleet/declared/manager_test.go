@@ -63,12 +63,14 @@ func newFakeEngine(t *testing.T, model string) *fakeEngine {
 type registrySink struct{ r *fleet.Registry }
 
 func (s registrySink) Card(c *kvrpb.WorkerCard) error {
-	_, err := s.r.Register(c, time.Now())
+	_, err := s.r.RegisterFrom(c, time.Now(), fleet.FromDeclared)
 	return err
 }
-func (s registrySink) Beat(h *kvrpb.Heartbeat) error { return s.r.Heartbeat(h, time.Now()) }
+func (s registrySink) Beat(h *kvrpb.Heartbeat) error {
+	return s.r.Heartbeat(h, time.Now(), fleet.FromDeclared)
+}
 func (s registrySink) Leave(id routing.WorkerID, inc uint64) {
-	s.r.Deregister(id, inc)
+	s.r.Deregister(id, inc, fleet.FromDeclared)
 }
 
 func testConfig() (Config, *prometheus.CounterVec) {

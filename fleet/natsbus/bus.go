@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/time/rate"
 )
 
 // Embedded is the value of the --nats option that runs an in-process server.
@@ -40,6 +42,43 @@ type Config struct {
 	Name string
 	// OnConnected is called with true/false as the connection comes and goes.
 	OnConnected func(bool)
+	// Auth is how the process authenticates to an external server.
+	Auth ClientAuth
+	// Server secures an embedded server.
+	Server ServerSecurity
+	// DC is the data centre whose subjects an embedded server's engine
+	// users are confined to; required with Server.UsersFile.
+	DC string
+	// OnViolation is called with the kind (ViolationAuthentication,
+	// ViolationPublish, ViolationSubscribe) of every client operation an
+	// embedded server refuses.
+	OnViolation func(kind string)
+}
+
+// ServerSecurity is the authentication and TLS of an embedded server.
+// With neither, the server accepts any client: fit only for loopback.
+type ServerSecurity struct {
+	// UsersFile (nats_users) is the YAML file of the routers' and engines'
+	// credentials (see Users); set, a client without valid credentials is
+	// refused and each engine may publish only on its own subjects.
+	UsersFile string
+	// TLSCert and TLSKey (nats_listen_tls_cert, nats_listen_tls_key) make
+	// the server speak TLS only; TLSCA (nats_listen_tls_ca) makes it
+	// require a client certificate signed by that CA as well.
+	TLSCert, TLSKey, TLSCA string
+}
+
+// Enabled reports whether any security is configured.
+func (s ServerSecurity) Enabled() bool { return s.UsersFile != "" || s.TLSCert != "" }
+
+func (s ServerSecurity) validate() error {
+	switch {
+	case (s.TLSCert == "") != (s.TLSKey == ""):
+		return fmt.Errorf("%w: nats_listen_tls_cert and nats_listen_tls_key go together", ErrConfig)
+	case s.TLSCA != "" && s.TLSCert == "":
+		return fmt.Errorf("%w: nats_listen_tls_ca needs nats_listen_tls_cert", ErrConfig)
+	}
+	return nil
 }
 
 // Bus is a NATS connection, plus the server when it is embedded.
@@ -51,7 +90,16 @@ type Bus struct {
 
 // Validate checks the options; errors name the option.
 func (c Config) Validate() error {
-	if c.URL == "" || c.URL == Embedded {
+	if c.embedded() {
+		if c.Auth != (ClientAuth{}) {
+			return fmt.Errorf("%w: nats_creds, nats_nkey_seed, nats_user, nats_token and nats_tls_* are for an external server (with an embedded one: nats_users, nats_listen_tls_*)", ErrConfig)
+		}
+		if err := c.Server.validate(); err != nil {
+			return err
+		}
+		if c.Server.UsersFile != "" && c.DC == "" {
+			return fmt.Errorf("%w: nats_users needs the dc", ErrConfig)
+		}
 		if c.EmbeddedAddr == "" {
 			return nil
 		}
@@ -60,6 +108,12 @@ func (c Config) Validate() error {
 		}
 		return nil
 	}
+	if c.Server.Enabled() {
+		return fmt.Errorf("%w: nats_users and nats_listen_tls_* secure an embedded server, and --nats is %q", ErrConfig, c.URL)
+	}
+	if err := c.Auth.Validate(); err != nil {
+		return err
+	}
 	for u := range strings.SplitSeq(c.URL, ",") {
 		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
 			return fmt.Errorf("%w: nats %q: want %q or nats://host:port", ErrConfig, u, Embedded)
@@ -67,6 +121,8 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+func (c Config) embedded() bool { return c.URL == "" || c.URL == Embedded }
 
 func splitAddr(addr string) (string, int, error) {
 	host, p, err := net.SplitHostPort(addr)
@@ -90,18 +146,32 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 	}
 	b := &Bus{}
 	url := cfg.URL
-	if url == "" || url == Embedded {
-		srv, err := startEmbedded(cfg.EmbeddedAddr)
+	opts := connectOptions(cfg, log)
+	if cfg.embedded() {
+		srv, self, err := startEmbedded(cfg, log)
 		if err != nil {
 			return nil, err
 		}
 		b.srv, url = srv, srv.ClientURL()
-		log.Info("embedded NATS server started", "url", url)
+		// The process's own connection is in-process: no socket, no TLS,
+		// and a user only it knows.
+		opts = append(opts, nats.InProcessServer(srv))
+		if self != nil {
+			opts = append(opts, self)
+		}
+		log.Info("embedded NATS server started", "url", url, "users", cfg.Server.UsersFile != "",
+			"tls", cfg.Server.TLSCert != "", "client_certs", cfg.Server.TLSCA != "")
+	} else {
+		auth, err := cfg.Auth.options()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, auth...)
 	}
-	nc, err := nats.Connect(url, connectOptions(cfg, log)...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("connecting to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connecting to NATS at %s (auth %s): %w", redactURLs(url), cfg.Auth.Method(), err)
 	}
 	b.Conn = nc
 	if cfg.OnConnected != nil {
@@ -110,32 +180,66 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 	return b, nil
 }
 
-func startEmbedded(addr string) (*server.Server, error) {
+// startEmbedded starts the in-process server and returns it with the
+// option that authenticates the process's own connection (nil when the
+// server has no users).
+func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, nats.Option, error) {
+	addr := cfg.EmbeddedAddr
 	if addr == "" {
 		addr = DefaultEmbeddedAddr
 	}
 	host, port, err := splitAddr(addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: nats_listen %q: %v", ErrConfig, addr, err)
+		return nil, nil, fmt.Errorf("%w: nats_listen %q: %v", ErrConfig, addr, err)
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
 	opts := &server.Options{Host: host, Port: port, NoLog: true, NoSigs: true, MaxPayload: 8 << 20}
+	self, err := secure(opts, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded NATS server: %w", err)
+		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
+	srv.SetLoggerV2(newServerLog(log, cfg.OnViolation), false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(ReadyTimeout) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("embedded NATS server did not listen on %s within %v", addr, ReadyTimeout)
+		return nil, nil, fmt.Errorf("embedded NATS server did not listen on %s within %v", addr, ReadyTimeout)
 	}
-	return srv, nil
+	return srv, self, nil
+}
+
+// secure installs the users and TLS of cfg.Server on the server options.
+func secure(opts *server.Options, cfg Config) (nats.Option, error) {
+	s := cfg.Server
+	if s.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: s.TLSCert, KeyFile: s.TLSKey, CaFile: s.TLSCA, Verify: s.TLSCA != ""})
+		if err != nil {
+			return nil, fmt.Errorf("%w: nats_listen_tls_*: %v", ErrConfig, err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSVerify, opts.TLSTimeout = tc, true, s.TLSCA != "", 2
+	}
+	if s.UsersFile == "" {
+		return nil, nil
+	}
+	users, err := LoadUsers(s.UsersFile)
+	if err != nil {
+		return nil, err
+	}
+	user, password, err := users.apply(opts, cfg.DC)
+	if err != nil {
+		return nil, err
+	}
+	return nats.UserInfo(user, password), nil
 }
 
 func connectOptions(cfg Config, log *slog.Logger) []nats.Option {
+	warnAsync := &rate.Sometimes{Interval: violationLogEvery}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
@@ -147,8 +251,20 @@ func connectOptions(cfg Config, log *slog.Logger) []nats.Option {
 				cfg.OnConnected(false)
 			}
 		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			// Slow-consumer drops are counted by their subscriber; a
+			// permission error means this process's credentials lack a
+			// right it needs. Either is worth a line, not one per message.
+			warnAsync.Do(func() {
+				subject := ""
+				if sub != nil {
+					subject = sub.Subject
+				}
+				log.Warn("NATS asynchronous error", "subject", subject, "err", err)
+			})
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("NATS reconnected", "url", nc.ConnectedUrl())
+			log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
 			if cfg.OnConnected != nil {
 				cfg.OnConnected(true)
 			}
@@ -158,13 +274,14 @@ func connectOptions(cfg Config, log *slog.Logger) []nats.Option {
 }
 
 // URL is the client URL of the server the bus is connected to, for engines
-// that should join the same server.
+// that should join the same server (and for logs: a password in an
+// external server's URL is redacted).
 func (b *Bus) URL() string {
 	if b.srv != nil {
 		return b.srv.ClientURL()
 	}
 	if b.Conn != nil {
-		return b.Conn.ConnectedUrl()
+		return b.Conn.ConnectedUrlRedacted()
 	}
 	return ""
 }
@@ -184,4 +301,16 @@ func (b *Bus) Close() {
 			b.srv.WaitForShutdown()
 		}
 	})
+}
+
+// redactURLs hides the passwords of a comma-separated list of server URLs
+// (nats://user:password@host), for messages that may be logged.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := neturl.Parse(p); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -178,7 +178,7 @@ func TestDroppedBatchMakesGap(t *testing.T) {
 	}
 	// The heartbeat still reports the engine's last id, so a consumer that
 	// missed the tail notices too.
-	hb := subscribe(t, h.obs, kvrpb.SubjectHeartbeat(testDC))
+	hb := subscribe(t, h.obs, kvrpb.SubjectHeartbeat(testDC, 42))
 	beat, err := wire.DecodeHeartbeat(next(t, hb).Data)
 	if err != nil || beat.Loads[0].LastEventId != events[len(events)-1].ID {
 		t.Fatalf("heartbeat %+v err %v, last published %d", beat, err, events[len(events)-1].ID)
@@ -188,16 +188,16 @@ func TestDroppedBatchMakesGap(t *testing.T) {
 func TestCardHeartbeatDeregister(t *testing.T) {
 	var reg, hb, dereg *nats.Subscription
 	h := startHarness(t, func(c *Config) { c.DPSize = 2 }, func(nc *nats.Conn) {
-		reg = subscribe(t, nc, kvrpb.SubjectRegister(testDC))
-		hb = subscribe(t, nc, kvrpb.SubjectHeartbeat(testDC))
-		dereg = subscribe(t, nc, kvrpb.SubjectDeregister(testDC))
+		reg = subscribe(t, nc, kvrpb.SubjectRegister(testDC, 42))
+		hb = subscribe(t, nc, kvrpb.SubjectHeartbeat(testDC, 42))
+		dereg = subscribe(t, nc, kvrpb.SubjectDeregister(testDC, 42))
 	})
 	card, err := wire.DecodeCard(next(t, reg).Data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if card.EngineId != 42 || card.DpSize != 2 || card.Model != testModel || card.BlockSize != testBlock ||
-		card.TotalKvBlocks != 64 || card.EndpointUrl != h.base || card.Version != 1 || card.Incarnation != h.srv.Incarnation() {
+		card.TotalKvBlocks != 64 || card.EndpointUrl != h.base || card.Version != kvrpb.Version || card.Incarnation != h.srv.Incarnation() {
 		t.Fatalf("card %+v, endpoint want %s", card, h.base)
 	}
 	again, err := wire.DecodeCard(next(t, reg).Data)

@@ -47,7 +47,7 @@ func (s *Server) publish(subject string, msg proto.Message) bool {
 }
 
 func (s *Server) publishCard() {
-	s.publish(kvrpb.SubjectRegister(s.cfg.DC), s.card.Load())
+	s.publish(kvrpb.SubjectRegister(s.cfg.DC, s.cfg.EngineID), s.card.Load())
 }
 
 // publishHeartbeat reports every rank's load, unless heartbeats are paused.
@@ -68,11 +68,11 @@ func (s *Server) publishHeartbeat() {
 			ActiveDecodeBlocks:  uint64(max(l.ActiveDecodeBlocks, 0)), LastEventId: last,
 		}
 	}
-	s.publish(kvrpb.SubjectHeartbeat(s.cfg.DC), hb)
+	s.publish(kvrpb.SubjectHeartbeat(s.cfg.DC, s.cfg.EngineID), hb)
 }
 
 func (s *Server) publishDeregister() {
-	s.publish(kvrpb.SubjectDeregister(s.cfg.DC), &kvrpb.Deregister{EngineId: s.cfg.EngineID, Incarnation: s.incarnation})
+	s.publish(kvrpb.SubjectDeregister(s.cfg.DC, s.cfg.EngineID), &kvrpb.Deregister{EngineId: s.cfg.EngineID, Incarnation: s.incarnation})
 	if err := s.nc.Flush(); err != nil {
 		s.log.Warn("flush after deregister failed", "err", err)
 	}

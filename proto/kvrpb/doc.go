@@ -17,12 +17,17 @@
 //
 // Subjects, all under the per-DC prefix kvr.<dc>:
 //
-//	kvr.<dc>.workers.register              WorkerCard
-//	kvr.<dc>.workers.heartbeat             Heartbeat
-//	kvr.<dc>.workers.deregister            Deregister
-//	kvr.<dc>.discover                      (empty) engines answer with their WorkerCard
-//	kvr.<dc>.kv.<engine_id>.<rank>         KVEventBatch
-//	kvr.<dc>.snapshot.<engine_id>.<rank>   SnapshotRequest -> SnapshotReply (request/reply)
+//	kvr.<dc>.workers.<engine_id>.register    WorkerCard
+//	kvr.<dc>.workers.<engine_id>.heartbeat   Heartbeat
+//	kvr.<dc>.workers.<engine_id>.deregister  Deregister
+//	kvr.<dc>.discover                        (empty) engines answer with their WorkerCard
+//	kvr.<dc>.kv.<engine_id>.<rank>           KVEventBatch
+//	kvr.<dc>.snapshot.<engine_id>.<rank>     SnapshotRequest -> SnapshotReply (request/reply)
+//
+// Every subject an engine publishes on carries its id, so that a NATS
+// server can confine each engine's credentials to its own subjects
+// (EnginePublish, EngineSubscribe), and a router refuses a payload whose
+// engine id differs from its subject's (EngineOf).
 //
 // Decoders of these payloads sit at the edge and must reject malformed
 // input with an error, never a panic (see routing/wire and its fuzz targets).

@@ -124,8 +124,9 @@ func (StorageTier) EnumDescriptor() ([]byte, []int) {
 }
 
 // WorkerCard is an engine's registration: who it is and what it can hold.
-// It is published on kvr.<dc>.workers.register when the engine starts and
-// repeated in every heartbeat's checksum.
+// It is published on kvr.<dc>.workers.<engine_id>.register when the engine
+// starts and repeated in every heartbeat's checksum. engine_id must equal the
+// subject's: a router refuses a card published on another engine's subject.
 type WorkerCard struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	EngineId uint64                 `protobuf:"varint,1,opt,name=engine_id,json=engineId,proto3" json:"engine_id,omitempty"`
@@ -361,8 +362,9 @@ func (x *RankLoad) GetLastEventId() uint64 {
 	return 0
 }
 
-// Heartbeat is published on kvr.<dc>.workers.heartbeat at a fixed interval;
-// an engine whose heartbeats stop for the liveness timeout is dropped.
+// Heartbeat is published on kvr.<dc>.workers.<engine_id>.heartbeat at a fixed
+// interval; an engine whose heartbeats stop for the liveness timeout is
+// dropped.
 type Heartbeat struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	EngineId     uint64                 `protobuf:"varint,1,opt,name=engine_id,json=engineId,proto3" json:"engine_id,omitempty"`
@@ -440,8 +442,8 @@ func (x *Heartbeat) GetUnixNanos() int64 {
 	return 0
 }
 
-// Deregister is published on kvr.<dc>.workers.deregister by an engine that
-// shuts down cleanly, so its blocks are dropped at once.
+// Deregister is published on kvr.<dc>.workers.<engine_id>.deregister by an
+// engine that shuts down cleanly, so its blocks are dropped at once.
 type Deregister struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EngineId      uint64                 `protobuf:"varint,1,opt,name=engine_id,json=engineId,proto3" json:"engine_id,omitempty"`
