@@ -17,7 +17,7 @@ func (e *Engine) complete() {
 		s := w.s
 		s.computed += w.n
 		e.storeBlocks(s)
-		if s.computed < s.numTokens {
+		if s.computed < s.numTokens || s.canceled {
 			continue
 		}
 		e.sample(s, t)
@@ -30,6 +30,7 @@ func (e *Engine) complete() {
 		e.dropFinished()
 	}
 	e.busy, e.lastEnd = false, t
+	e.dropCanceled()
 	e.out.Iterations++
 }
 

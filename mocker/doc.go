@@ -126,10 +126,14 @@
 // ErrDuplicateID, ErrTimeBackwards, ErrBusy, ErrEventsGone), never a panic.
 // The hot path works per block and per scheduled request, never per token.
 //
+// Cancel aborts a request as an engine does when its client goes away: a
+// waiting one leaves the queue, a running one stops at the end of the
+// iteration in flight; its blocks are released and it never finishes.
+//
 // # Refusals
 //
 // The engine does not model host or disk offload tiers, speculative decoding,
-// cancellation, output-block caching, stop sequences (every request generates
+// output-block caching, stop sequences (every request generates
 // exactly MaxTokens tokens), or a sliding-window or multi-modal cache. It
 // does not deduplicate hashing work across requests: each Submit hashes or
 // verifies its own prompt.

@@ -73,7 +73,10 @@ type seq struct {
 	refs []*block
 	held int
 
-	admitted    bool
+	admitted bool
+	// canceled is set by Cancel on a running request; the end of the
+	// iteration in flight releases it.
+	canceled    bool
 	admittedAt  time.Time
 	hitBlocks   int
 	preemptions int

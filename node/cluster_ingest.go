@@ -138,16 +138,21 @@ func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cur
 }
 
 // RemoveEngine implements fleet.Index: the leader removes the
-// engine's blocks, cursors and card through raft.
+// engine's blocks, cursors and card through raft, unless nothing of the
+// engine was ever proposed or replicated: an engine that registered and
+// vanished without a snapshot or an event (a forged card, typically)
+// costs no log entry, so that a flood of cards cannot grow the log.
 func (r *raftIngest) RemoveEngine(id routing.WorkerID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	proposed := false
 	for w := range r.cursors {
 		if w.ID == id {
 			delete(r.cursors, w)
+			proposed = true
 		}
 	}
-	if !r.cn.Ready() {
+	if !r.cn.Ready() || !proposed && !r.replicated(id) {
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resyncTimeout)
@@ -167,4 +172,23 @@ func (r *raftIngest) Cursor(w routing.Worker) (uint64, bool) {
 	defer r.mu.Unlock()
 	r.sync()
 	return r.cursor(w)
+}
+
+// replicated reports whether the replicated state holds anything of
+// engine id: its card, blocks of any rank, or rank 0's cursor (every
+// engine has a rank 0, and a resync sets its cursor).
+func (r *raftIngest) replicated(id routing.WorkerID) bool {
+	fsm := r.cn.FSM()
+	if _, ok := fsm.Worker(id); ok {
+		return true
+	}
+	if _, ok := fsm.Cursor(routing.Worker{ID: id}); ok {
+		return true
+	}
+	for _, w := range fsm.Index().Workers() {
+		if w.ID == id {
+			return true
+		}
+	}
+	return false
 }

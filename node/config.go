@@ -45,6 +45,8 @@ type Config struct {
 	// embedded server listens.
 	NATS       string
 	NATSListen string
+	// NATSSecurity authenticates to NATS or secures the embedded server.
+	NATSSecurity NATSSecurity
 	// OTLPEndpoint, when set, exports request spans over OTLP/gRPC to it
 	// (host:port); tracing is off by default.
 	OTLPEndpoint string
@@ -100,7 +102,7 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return fmt.Errorf("%w: http_addr %q: %v", ErrConfig, c.HTTPAddr, err)
 	}
-	if err := (natsbus.Config{URL: c.NATS, EmbeddedAddr: c.NATSListen}).Validate(); err != nil {
+	if err := c.natsConfig(nil, nil).Validate(); err != nil {
 		return err
 	}
 	if err := c.Cluster.validate(c.NodeID); err != nil {

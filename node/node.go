@@ -152,8 +152,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 
 // run is Run's body.
 func (n *Node) run(ctx context.Context) error {
-	bus, err := natsbus.Open(natsbus.Config{URL: n.cfg.NATS, EmbeddedAddr: n.cfg.NATSListen,
-		Name: "kvrouter-node-" + n.cfg.NodeID, OnConnected: n.natsState}, n.log)
+	bus, err := natsbus.Open(n.cfg.natsConfig(n.natsState, n.metrics.NATSViolation), n.log)
 	if err != nil {
 		return err
 	}
@@ -189,6 +188,10 @@ func (n *Node) run(ctx context.Context) error {
 	}
 	reg := plane.Registry()
 	n.reg.Store(reg)
+	for _, sp := range n.cfg.declared {
+		// A static entry owns its URL and id even before its first probe.
+		plane.DeclaredSink().Reserve(declared.EngineID(sp.URL), sp.URL)
+	}
 	// A cluster member serves once it has caught up with the leader and
 	// its registry knows the fleet: before that a bound engine it has not
 	// heard of would look departed, and the binding would move. (A single

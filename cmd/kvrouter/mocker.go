@@ -19,6 +19,7 @@ type mockerFlags struct {
 	configPath string
 	httpAddr   string
 	natsURL    string
+	natsAuth   natsbus.ClientAuth
 	log        logFlags
 }
 
@@ -48,6 +49,7 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "vllm protocol: topic of the event messages")
 	fs.IntVar(&c.ReplayBufferSteps, "replay-buffer-steps", c.ReplayBufferSteps, "vllm protocol: batches kept per rank for replay (vLLM's buffer_steps)")
 	fs.StringVar(&c.APIKey, "api-key", "", "require this bearer token on /v1 requests, like vLLM's --api-key (prefer KVR_API_KEY: flags show in process lists)")
+	f.registerNATS(fs)
 	f.log.register(fs)
 }
 
@@ -85,7 +87,7 @@ func runMocker(cmd *cobra.Command, f *mockerFlags) error {
 	}
 	var nc *nats.Conn
 	if f.cfg.Protocol != server.ProtocolVLLM {
-		bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker"}, log)
+		bus, err := natsbus.Open(natsbus.Config{URL: f.natsURL, Name: "kvrouter-mocker", Auth: f.natsAuth}, log)
 		if err != nil {
 			return fmt.Errorf("--nats: %w", err)
 		}

@@ -16,11 +16,13 @@
 // request takes a tenth of its modelled time.
 //
 // On the event plane the server publishes its WorkerCard on
-// kvr.<dc>.workers.register at start and every CardInterval (a router that
+// kvr.<dc>.workers.<engine>.register at start and every CardInterval (a router that
 // starts later learns it), a Heartbeat with every rank's load and last
 // event id every HeartbeatInterval, and a Deregister on clean shutdown. It
 // answers SnapshotRequests on kvr.<dc>.snapshot.<engine>.<rank> from the
-// engine's Dump. The card checksum hashes the card's content without the
+// engine's Dump. With a NATS server that confines engines to their own
+// subjects, the credentials the process connects with (kvrouter mocker
+// --nats-nkey-seed, ...) are the engine's identity. The card checksum hashes the card's content without the
 // incarnation; the incarnation is random per start.
 //
 // The HTTP API serves POST /v1/chat/completions and /v1/completions,
@@ -69,10 +71,9 @@
 //
 // # Refusals
 //
-// The engine cannot cancel a request: a client that disconnects stops its
-// stream, but the request runs to completion in the engine (its KV and
-// load stay accounted, as in an engine that notices disconnects late) and
-// its output is dropped. Batched prompts and n > 1 are refused with 400.
+// A client that disconnects (or whose request context ends) cancels its
+// request in the engine, as vLLM and SGLang abort it: the rank stops
+// generating for it and frees its KV blocks. Batched prompts and n > 1 are refused with 400.
 // Stop sequences, sampling parameters, logprobs and tools are accepted and
 // ignored. When the server stops, requests in flight end with an error
 // (503, or an error event in a stream); it does not drain them.

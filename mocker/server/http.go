@@ -86,6 +86,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, parse pa
 		writeSubmitError(w, err)
 		return
 	}
+	// A client that goes away (or a request context that ends) cancels
+	// the request in the engine, as real engines abort it: it stops
+	// generating and frees its KV blocks. After a completion it is a no-op.
+	defer rk.cancel(p)
 	out := &output{srv: s, gen: g, id: p.id, created: s.cfg.Clock().Unix()}
 	if g.stream {
 		out.stream(w, r, p)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/kvrouter/kvrouter/mocker"
 )
 
 func TestChatStreaming(t *testing.T) {
@@ -247,24 +249,70 @@ func TestModelsAndHealth(t *testing.T) {
 	}
 }
 
-func TestClientDisconnectDropsOutput(t *testing.T) {
-	h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 1 }, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream := h.openai().Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
-		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("bye")}, MaxTokens: openai.Int(20),
-	})
-	if !stream.Next() {
-		t.Fatalf("no first chunk: %v", stream.Err())
+// A request whose client goes away is cancelled in the engine, streaming
+// or not: the rank stops generating for it (it leaves the running set
+// long before its 800 tokens, several seconds of decoding) and a new request is served normally.
+func TestClientDisconnectCancelsTheRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+	}{{"streaming", true}, {"non-streaming", false}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 1 }, nil)
+			rk := h.srv.ranks[0]
+			ctx, cancel := context.WithCancel(context.Background())
+			params := openai.ChatCompletionNewParams{Model: testModel, MaxTokens: openai.Int(800),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("bye")}}
+			done := make(chan struct{})
+			if tc.stream {
+				stream := h.openai().Chat.Completions.NewStreaming(ctx, params)
+				if !stream.Next() {
+					t.Fatalf("no first chunk: %v", stream.Err())
+				}
+				close(done)
+				cancel()
+				for stream.Next() {
+				}
+			} else {
+				go func() { defer close(done); _, _ = h.openai().Chat.Completions.New(ctx, params) }()
+				waitUntil(t, "the request runs", func() bool { return rk.load0().Running == 1 })
+				cancel()
+			}
+			<-done
+			waitUntil(t, "the engine drops the request", func() bool {
+				l := rk.load0()
+				return l.Running == 0 && l.Waiting == 0 && rk.inflight.Load() == 0
+			})
+			if n := rk.canceled.Load(); n != 1 {
+				t.Fatalf("canceled %d requests, want 1", n)
+			}
+			resp, err := h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+				Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("again")}, MaxTokens: openai.Int(2),
+			})
+			if err != nil || resp.Choices[0].Message.Content != expectedText(2) {
+				t.Fatalf("after disconnect: %v %+v", err, resp)
+			}
+			if n := rk.canceled.Load(); n != 1 {
+				t.Fatalf("a completed request counted as cancelled (%d)", n)
+			}
+		})
 	}
-	cancel()
-	for stream.Next() {
-	}
-	// The engine finishes the abandoned request on its own; a new request
-	// is then served normally.
-	resp, err := h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("again")}, MaxTokens: openai.Int(2),
-	})
-	if err != nil || resp.Choices[0].Message.Content != expectedText(2) {
-		t.Fatalf("after disconnect: %v %+v", err, resp)
+}
+
+// load0 samples the rank's engine load.
+func (r *rank) load0() mocker.Load {
+	l, _ := r.load()
+	return l
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -30,6 +30,8 @@ type rank struct {
 	wake     chan struct{}
 	drop     atomic.Int64
 	inflight atomic.Int64
+	// canceled counts requests aborted because their client went away.
+	canceled atomic.Int64
 
 	// vpub, venc and book are the vLLM-wire publisher, its encoder and the
 	// tokens of the blocks of requests in flight (ProtocolVLLM only).
@@ -79,6 +81,29 @@ func (r *rank) submit(p *pending, req mocker.Request) error {
 		}
 	}
 	return err
+}
+
+// cancel aborts p in the engine unless it has finished, and wakes the
+// driver, whose next event time may have changed.
+func (r *rank) cancel(p *pending) {
+	r.mu.Lock()
+	_, live := r.reqs[p.id]
+	if live {
+		r.eng.Cancel(p.id)
+		delete(r.reqs, p.id)
+		r.inflight.Add(-1)
+		if r.book != nil {
+			r.book.release(p.blocks)
+		}
+	}
+	r.mu.Unlock()
+	if live {
+		r.canceled.Add(1)
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // setOpen opens or closes the rank to new requests. Closing aborts every

@@ -33,8 +33,8 @@ func (s *sse) flush() {
 // stream writes the response as server-sent events at the pace the engine
 // generates: for chat a role delta first, then one chunk per token, a
 // finish chunk, a usage chunk when asked for, and [DONE]. A client that
-// disconnects stops the stream; the engine cannot cancel, so the request
-// runs to completion there and its output is dropped.
+// disconnects stops the stream, and the handler then cancels the request
+// in the engine.
 func (o *output) stream(w http.ResponseWriter, r *http.Request, p *pending) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

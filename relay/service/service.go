@@ -70,6 +70,9 @@ type Config struct {
 	// NATS is the DC's NATS URL (nats); the relay learns the engines'
 	// cards there, to tell which pool a block belongs to.
 	NATS string
+	// NATSAuth (nats_creds, nats_nkey_seed, nats_user, nats_password,
+	// nats_token, nats_tls_*) authenticates to the DC's NATS server.
+	NATSAuth natsbus.ClientAuth
 	// Tokenizers gives models their tokenizer (tokenizer), so that the
 	// gateway searches text prompts by the engines' token blocks.
 	Tokenizers map[string]*tokenize.Tokenizer
@@ -464,7 +467,7 @@ func (r *Relay) run(ctx context.Context) error {
 // openRegistry follows the DC's engine cards (no KV events) to learn each
 // engine's pool and load.
 func (r *Relay) openRegistry(ctx context.Context) (*fleet.Plane, func(), error) {
-	bus, err := natsbus.Open(natsbus.Config{URL: r.cfg.NATS, Name: r.cfg.Name}, r.log)
+	bus, err := natsbus.Open(natsbus.Config{URL: r.cfg.NATS, Name: r.cfg.Name, Auth: r.cfg.NATSAuth}, r.log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}
