@@ -2,6 +2,7 @@ package oaiedge
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 )
@@ -148,4 +149,55 @@ func OnLoopback(r *http.Request) bool {
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// AccessConfig is the configuration of an edge's Access, the same for
+// router nodes and gateways.
+type AccessConfig struct {
+	// APIKeys, and the keys of APIKeyFile (one per line), are the client
+	// keys; with none the API is open.
+	APIKeys    []string
+	APIKeyFile string
+	// OperatorTokens, and those of OperatorTokenFile, are the operator
+	// bearer credentials of the admin routes.
+	OperatorTokens    []string
+	OperatorTokenFile string
+	// OperatorCA is a PEM file of the CA whose client certificates are
+	// operator credentials; the edge's TLS listener asks for them (and
+	// verifies them against it) when it is set.
+	OperatorCA string
+}
+
+// Build reads the key files and returns the Access; errors name the
+// option, never a key.
+func (c AccessConfig) Build() (*Access, error) {
+	clients, err := keySet("api_key", c.APIKeys, c.APIKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	operators, err := keySet("operator_token", c.OperatorTokens, c.OperatorTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Access{Clients: clients, Operators: operators, OperatorCerts: c.OperatorCA != ""}, nil
+}
+
+// keySet builds the keys of one option and its file.
+func keySet(option string, keys []string, file string) (Keys, error) {
+	all := append([]string(nil), keys...)
+	if file != "" {
+		more, err := ReadKeyFile(file)
+		if err != nil {
+			return Keys{}, fmt.Errorf("%s_file: %w", option, err)
+		}
+		if len(more) == 0 {
+			return Keys{}, fmt.Errorf("%w: %s_file %s holds no key", ErrKeys, option, file)
+		}
+		all = append(all, more...)
+	}
+	k, err := NewKeys(all...)
+	if err != nil {
+		return Keys{}, fmt.Errorf("%s: %w", option, err)
+	}
+	return k, nil
 }

@@ -140,7 +140,7 @@ func (s *Server) AdminHandler() http.Handler { return s.admin }
 
 // routes builds the route table (oaiedge.NewMux adds the routed
 // endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
-// admin routes are served here too, unless Edge.AdminSeparate keeps
+// admin routes are served here too, unless Edge.AdminAddr keeps
 // /metrics and /v1/route/explain on the admin listener alone.
 func (s *Server) routes() http.Handler {
 	own := []oaiedge.Route{
@@ -149,7 +149,7 @@ func (s *Server) routes() http.Handler {
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
 	}
-	if !s.cfg.Edge.AdminSeparate {
+	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
 	}
 	return oaiedge.NewMux(s.errs, s.access, s.completionHandler, s.ready, own...)

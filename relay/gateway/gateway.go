@@ -140,7 +140,7 @@ func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // routes builds the route table (oaiedge.NewMux adds the routed
 // endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
-// admin routes are served here too, unless Edge.AdminSeparate keeps
+// admin routes are served here too, unless Edge.AdminAddr keeps
 // /metrics and /v1/route/explain on the admin listener alone.
 func (g *Gateway) routes() http.Handler {
 	own := []oaiedge.Route{
@@ -148,7 +148,7 @@ func (g *Gateway) routes() http.Handler {
 		{Pattern: "GET /v1/models/{id}", Handler: g.handleModel},
 		{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome, Scope: oaiedge.ScopeAdmin},
 	}
-	if !g.cfg.Edge.AdminSeparate {
+	if g.cfg.Edge.AdminAddr == "" {
 		own = append(own, g.observability()...)
 	}
 	return oaiedge.NewMux(errorTable, g.access, g.completionHandler, g.nodes.anyHealthy, own...)
