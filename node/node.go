@@ -44,8 +44,12 @@ type Node struct {
 	serving atomic.Pointer[func() bool]
 	// clusterNode is the raft member in cluster mode, once Run started it.
 	clusterNode atomic.Pointer[consensus.Node]
-	// tls serves the client-facing API over HTTPS when set.
-	tls *tls.Config
+	// tls serves the client-facing API over HTTPS when set, its
+	// certificate from certs; adminAddr is the admin listener's address
+	// (edge.go).
+	tls       *tls.Config
+	certs     *mtls.Reloader
+	adminAddr atomic.Pointer[net.TCPAddr]
 }
 
 // Ready reports what GET /ready reports: the node serves requests (a
@@ -79,10 +83,8 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
 	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
 	var err error
-	if cfg.TLSCert != "" {
-		if n.tls, err = mtls.ServerCert("tls", cfg.TLSCert, cfg.TLSKey); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if n.tls, err = n.edgeTLS(); err != nil {
+		return nil, err
 	}
 	if n.cfg.Frontend.Tokenizers, err = cfg.loadTokenizers(); err != nil {
 		return nil, err
@@ -276,6 +278,12 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 	if err != nil {
 		return err
 	}
+	n.watchCerts(fe)
+	waitAdmin, err := n.serveAdmin(ctx, fe)
+	if err != nil {
+		return err
+	}
+	defer waitAdmin()
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http_addr %s: %w", n.cfg.HTTPAddr, err)

@@ -11,8 +11,9 @@
 // names). Both require TLS 1.3. Errors name the configuration keys of the
 // files, as "<prefix>_cert", "<prefix>_key" and "<prefix>_ca".
 //
-// What it refuses to do: it does not reload certificates (restart to
-// rotate them) and does not accept a CA bundle without a certificate.
+// What it refuses to do: the configurations of Load are not reloaded
+// (restart to rotate them; the client-facing certificates of the edges
+// are, by Reloader in reload.go) and does not accept a CA bundle without a certificate.
 //
 // Concurrency. Load is safe for concurrent use; the configurations it
 // returns are shared read-only by every connection.

@@ -2,8 +2,10 @@ package oaiedge
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // APIError is the OpenAI error object; Param and Code are null when nil.
@@ -31,7 +33,7 @@ func Optional(s string) *string {
 // parameter a refusal names.
 func ErrorJSON(err error, c Class) []byte {
 	b, _ := json.Marshal(ErrorBody{Error: APIError{
-		Message: err.Error(), Type: c.Type, Param: Optional(ParamOf(err)), Code: Optional(c.Code),
+		Message: ClientMessage(err), Type: c.Type, Param: Optional(ParamOf(err)), Code: Optional(c.Code),
 	}})
 	return b
 }
@@ -50,4 +52,40 @@ func WriteJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// ClientMessage is err's message for a client: a refusal's own message,
+// else err's text without the package prefixes of Go error chains
+// ("dispatch: model not found: ..." reads "model not found: ..."), which
+// name the code that failed rather than the fault and mean nothing to a
+// client. A prefix is a segment before ": " that is one lowercase word,
+// as package names are.
+func ClientMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Msg
+	}
+	parts := strings.Split(err.Error(), ": ")
+	kept := parts[:0]
+	for i, p := range parts {
+		if i < len(parts)-1 && isPackageName(p) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ": ")
+}
+
+// isPackageName reports a Go package name: a lowercase letter, then
+// lowercase letters and digits.
+func isPackageName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }

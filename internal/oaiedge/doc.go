@@ -9,6 +9,14 @@
 // hashes, and refusals naming the offending parameter for the OpenAI
 // error body.
 //
+// Parse also reads the pass-through endpoints' bodies (Embeddings,
+// Responses, Tokenize, Detokenize), the session body fields
+// prompt_cache_key and user, and refuses prompt strings that are not
+// UTF-8 (400 naming the parameter). Access (access.go, auth.go) is the
+// one access control of both edges: client keys and operator
+// credentials, compared by SHA-256 digest in constant time. ClientMessage
+// keeps Go package prefixes out of client-facing messages.
+//
 // Around the parser, the rest of what both edges do alike, so that they
 // cannot drift apart: the session headers and the binding key
 // (ReadSession, Session.Key: the gateway homes a session by the key the

@@ -62,9 +62,9 @@ func TestMux(t *testing.T) {
 	ok := func(Endpoint) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(299) }
 	}
-	mux := NewMux(NewTable(), ok, func() bool { return ready },
-		Route{"GET /v1/sessions/{id}/home", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(298) }},
-		Route{"DELETE /v1/sessions/{id}/home", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(297) }})
+	mux := NewMux(NewTable(), nil, ok, func() bool { return ready },
+		Route{Pattern: "GET /v1/sessions/{id}/home", Handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(298) }},
+		Route{Pattern: "DELETE /v1/sessions/{id}/home", Handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(297) }})
 	tests := []struct {
 		method, path string
 		ready        bool

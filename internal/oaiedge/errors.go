@@ -61,6 +61,8 @@ func (ps *parser) wrap(err error, param, typeMsg string) error {
 		return badParam(param, typeMsg)
 	case errors.Is(err, errTooLong):
 		return tooLong(param, ps.o.MaxPromptTokens)
+	case errors.Is(err, errUTF8):
+		return badParam(param, param+" is not valid UTF-8")
 	}
 	return err
 }

@@ -55,3 +55,15 @@ func FuzzParseCompletions(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) { checkNode(t, body, Completions) })
 }
+
+func FuzzParseResponses(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call"}],"instructions":"x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) { checkNode(t, body, Responses) })
+}
+
+func FuzzParseEmbeddings(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add([]byte(`{"model":"m","input":[[1,2],[3]],"user":"u"}`))
+	f.Fuzz(func(t *testing.T, body []byte) { checkNode(t, body, Embeddings) })
+}

@@ -28,6 +28,7 @@ type parser struct {
 	reuse, used bool
 
 	hasPrompt        bool
+	instructions     []byte
 	extTokens        []uint32
 	maxTokens        int
 	maxCompletion    int
@@ -90,23 +91,47 @@ func (ps *parser) field(key []byte) error {
 	case "max_tokens":
 		ps.maxTokens, err = ps.count()
 		return ps.wrap(err, "max_tokens", "max_tokens must be a non-negative integer")
-	case "max_completion_tokens":
+	case "max_completion_tokens", "max_output_tokens":
+		// max_output_tokens is the Responses API's name of the cap.
 		ps.maxCompletion, err = ps.count()
-		ps.hasMaxCompletion = err == nil
-		return ps.wrap(err, "max_completion_tokens", "max_completion_tokens must be a non-negative integer")
+		if ps.hasMaxCompletion = err == nil; err == nil {
+			return nil
+		}
+		return ps.wrap(err, string(key), string(key)+" must be a non-negative integer")
+	case "prompt_cache_key":
+		ps.r.PromptCacheKey, err = s.str()
+		return ps.wrap(err, "prompt_cache_key", "prompt_cache_key must be a string")
+	case "user":
+		ps.r.User, err = s.str()
+		return ps.wrap(err, "user", "user must be a string")
+	case "instructions":
+		if ps.ep != Responses {
+			return s.Skip()
+		}
+		ps.instructions, err = s.text()
+		return ps.wrap(err, "instructions", "instructions must be a string")
 	case "cache_salt":
 		ps.r.CacheSalt, err = s.str()
 		return ps.wrap(err, "cache_salt", "cache_salt must be a string")
 	case "kvrouter":
 		return ps.wrap(s.Object(ps.extension), "kvrouter", "kvrouter must be an object")
-	case ps.ep.PromptParam():
-		ps.hasPrompt = true
-		if ps.ep == Chat {
-			return ps.messages()
-		}
-		return ps.prompt()
+	}
+	if p := ps.ep.PromptParam(); p != "" && string(key) == p {
+		return ps.promptField()
 	}
 	return s.Skip()
+}
+
+// promptField reads the endpoint's prompt parameter.
+func (ps *parser) promptField() error {
+	ps.hasPrompt = true
+	switch ps.ep {
+	case Chat:
+		return ps.messages()
+	case Responses:
+		return ps.responsesInput()
+	}
+	return ps.prompt()
 }
 
 // count reads a non-negative int32 count.
@@ -154,8 +179,13 @@ func (ps *parser) finish() error {
 	if r.Model == "" {
 		return badParam("model", "model is required")
 	}
-	if !ps.hasPrompt {
-		return badParam(ps.ep.PromptParam(), ps.ep.PromptParam()+" is required")
+	if p := ps.ep.PromptParam(); !ps.hasPrompt && p != "" {
+		return badParam(p, p+" is required")
+	}
+	if len(ps.instructions) > 0 {
+		// The instructions come first in what the engine renders, whatever
+		// their place in the body.
+		ps.text = append(append(append([]byte("system\n"), ps.instructions...), '\n'), ps.text...)
 	}
 	r.MaxTokens = ps.maxTokens
 	if ps.hasMaxCompletion {

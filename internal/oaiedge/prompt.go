@@ -32,7 +32,7 @@ func (ps *parser) message(i int) error {
 		var err error
 		switch string(key) {
 		case "role":
-			role, err = ps.s.strBytes()
+			role, err = ps.s.text()
 			return ps.wrap(err, param+".role", param+".role must be a string")
 		case "content":
 			content, err = ps.content(param + ".content")
@@ -52,7 +52,7 @@ func (ps *parser) content(param string) ([]byte, error) {
 	s := &ps.s
 	switch s.peek() {
 	case '"':
-		b, err := s.strBytes()
+		b, err := s.text()
 		return b, ps.wrap(err, param, "")
 	case '[':
 		var text []byte
@@ -79,37 +79,54 @@ func (ps *parser) part(param string) ([]byte, error) {
 			typ, err = ps.s.strBytes()
 		case "text":
 			if !ps.s.Null() {
-				text, err = ps.s.strBytes()
+				text, err = ps.s.text()
 			}
 		default:
 			err = ps.s.Skip()
 		}
 		return ps.wrap(err, param, param+" parts must have string type and text")
 	})
-	if err != nil || string(typ) != "text" {
+	if err != nil || !isTextPart(typ) {
 		return nil, err
 	}
 	return text, nil
 }
 
-// prompt reads a completions prompt: a string, an array of strings, an
-// array of token ids, or an array of token id arrays. Batches are routed
-// on their first prompt; the others are only validated.
+// isTextPart reports a content part whose text is prompt text: chat's
+// "text", and the Responses API's "input_text" and "output_text".
+func isTextPart(typ []byte) bool {
+	switch string(typ) {
+	case "text", "input_text", "output_text":
+		return true
+	}
+	return false
+}
+
+// prompt reads a completions prompt or an embeddings input: a string,
+// an array of strings, an array of token ids, or an array of token id
+// arrays. Batches are routed on their first prompt; the others are only
+// validated.
 func (ps *parser) prompt() error {
 	s := &ps.s
-	const msg = "prompt must be a string, an array of strings, an array of token ids or an array of token id arrays"
+	param := ps.ep.PromptParam()
+	var err error
 	switch s.peek() {
 	case '"':
-		b, err := s.strBytes()
+		var b []byte
+		b, err = s.text()
 		ps.text = b
 		if err == nil && len(b) == 0 {
-			return badParam("prompt", "prompt must not be empty")
+			return badParam(param, param+" must not be empty")
 		}
-		return ps.wrap(err, "prompt", msg)
 	case '[':
-		return ps.wrap(ps.promptArray(), "prompt", msg)
+		err = ps.promptArray()
+	default:
+		err = s.wrongType()
 	}
-	return ps.wrap(s.wrongType(), "prompt", msg)
+	if err == nil {
+		return nil
+	}
+	return ps.wrap(err, param, param+" must be a string, an array of strings, an array of token ids or an array of token id arrays")
 }
 
 // promptArray reads the array forms of a completions prompt, whose kind is
@@ -122,7 +139,7 @@ func (ps *parser) promptArray() error {
 	s.i = start
 	switch {
 	case first == ']':
-		return badParam("prompt", "prompt must not be empty")
+		return badParam(ps.ep.PromptParam(), ps.ep.PromptParam()+" must not be empty")
 	case first == '-' || '0' <= first && first <= '9':
 		var err error
 		ps.r.Tokens, err = ps.tokens()
@@ -137,10 +154,10 @@ func (ps *parser) promptArray() error {
 
 // promptString reads element i of an array of strings.
 func (ps *parser) promptString(i int) error {
-	b, err := ps.s.strBytes()
+	b, err := ps.s.text()
 	if err == nil && i == 0 {
 		if len(b) == 0 {
-			return badParam("prompt", "prompt must not be empty")
+			return badParam(ps.ep.PromptParam(), ps.ep.PromptParam()+" must not be empty")
 		}
 		ps.text = b
 	}
@@ -157,7 +174,56 @@ func (ps *parser) promptTokens(i int) error {
 	tokens, err := ps.tokens()
 	ps.r.Tokens = tokens
 	if err == nil && len(tokens) == 0 {
-		return badParam("prompt", "prompt must not be empty")
+		return badParam(ps.ep.PromptParam(), ps.ep.PromptParam()+" must not be empty")
 	}
 	return err
+}
+
+// responsesInput reads a Responses API input: a string, or an array of
+// items serialised as chat messages are (an item with a role and a
+// content; items of other types, such as tool calls, are validated but
+// not routed on).
+func (ps *parser) responsesInput() error {
+	s := &ps.s
+	const msg = "input must be a string or an array of input items"
+	switch s.peek() {
+	case '"':
+		b, err := s.text()
+		if err == nil && len(b) == 0 {
+			return badParam("input", "input must not be empty")
+		}
+		ps.text = append(append(append(ps.text[:0], "user\n"...), b...), '\n')
+		return ps.wrap(err, "input", msg)
+	case '[':
+		ps.text = ps.text[:0]
+		err := s.Array(func(i int) error { return ps.inputItem(i) })
+		return ps.wrap(err, "input", msg)
+	}
+	return ps.wrap(s.wrongType(), "input", msg)
+}
+
+// inputItem reads input[i] of a Responses request: like a chat message,
+// but an item without a role (a tool call or its output) adds nothing.
+func (ps *parser) inputItem(i int) error {
+	param := "input[" + strconv.Itoa(i) + "]"
+	var role, content []byte
+	err := ps.s.Object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "role":
+			role, err = ps.s.text()
+			return ps.wrap(err, param+".role", param+".role must be a string")
+		case "content":
+			content, err = ps.content(param + ".content")
+			return err
+		}
+		return ps.s.Skip()
+	})
+	if err != nil {
+		return ps.wrap(err, param, param+" must be an object")
+	}
+	if len(role) > 0 {
+		ps.text = append(append(append(append(ps.text, role...), '\n'), content...), '\n')
+	}
+	return nil
 }

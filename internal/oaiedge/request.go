@@ -1,6 +1,7 @@
 package oaiedge
 
-// Endpoint names the two OpenAI endpoints whose bodies Parse reads.
+// Endpoint names the OpenAI endpoints whose bodies Parse reads and the
+// edges route: the two completion endpoints and the pass-through ones.
 type Endpoint uint8
 
 const (
@@ -8,23 +9,68 @@ const (
 	Chat Endpoint = iota
 	// Completions is POST /v1/completions, whose prompt is "prompt".
 	Completions
+	// Embeddings is POST /v1/embeddings, whose "input" has the shapes of
+	// a completions prompt; it is routed by the prefix of its first input.
+	Embeddings
+	// Responses is POST /v1/responses, whose "input" is a string or an
+	// array of items, routed like chat messages.
+	Responses
+	// Tokenize and Detokenize are vLLM's POST /tokenize and /detokenize:
+	// routed by model alone, to any engine serving it.
+	Tokenize
+	Detokenize
+	// NumEndpoints counts the endpoints, for tables indexed by Endpoint.
+	NumEndpoints
 )
+
+// Endpoints lists every endpoint, in Endpoint order.
+var Endpoints = [NumEndpoints]Endpoint{Chat, Completions, Embeddings, Responses, Tokenize, Detokenize}
+
+// endpointInfo describes one endpoint: its path, its prompt parameter
+// ("" when it has none routing reads) and whether a prompt is required.
+var endpointInfo = [NumEndpoints]struct {
+	path, prompt string
+}{
+	Chat:        {"/v1/chat/completions", "messages"},
+	Completions: {"/v1/completions", "prompt"},
+	Embeddings:  {"/v1/embeddings", "input"},
+	Responses:   {"/v1/responses", "input"},
+	Tokenize:    {"/tokenize", ""},
+	Detokenize:  {"/detokenize", ""},
+}
 
 // Path is the endpoint's path, on gateways, router nodes and engines
 // alike.
 func (e Endpoint) Path() string {
-	if e == Chat {
-		return "/v1/chat/completions"
+	if e >= NumEndpoints {
+		return ""
 	}
-	return "/v1/completions"
+	return endpointInfo[e].path
 }
 
-// PromptParam is the name of the endpoint's prompt parameter.
+// PromptParam is the name of the endpoint's prompt parameter, "" for the
+// endpoints routed by model alone.
 func (e Endpoint) PromptParam() string {
-	if e == Chat {
-		return "messages"
+	if e >= NumEndpoints {
+		return ""
 	}
-	return "prompt"
+	return endpointInfo[e].prompt
+}
+
+// Tokenizable reports whether a text prompt of the endpoint is encoded
+// by the engine as tokenize.EncodeRequest does (chat: rendered by the
+// chat template; otherwise: the text itself), so that an edge with the
+// model's tokenizer can route it by the engine's own token blocks.
+// Responses are rendered by the engine from items this package only
+// serialises, and the tokenize endpoints have no prompt to route.
+func (e Endpoint) Tokenizable() (chat, ok bool) {
+	switch e {
+	case Chat:
+		return true, true
+	case Completions, Embeddings:
+		return false, true
+	}
+	return false, false
 }
 
 // DefaultTextBytesPerToken is the usual ratio of English text under BPE
@@ -61,6 +107,9 @@ type Request struct {
 	// LoRA (kvrouter.lora) and CacheSalt (cache_salt) seed the block
 	// hashes.
 	LoRA, CacheSalt string
+	// PromptCacheKey (prompt_cache_key) and User (user) are the body
+	// fields that may name a session (SessionKeys.Read).
+	PromptCacheKey, User string
 
 	bytesPerToken int
 	scratch       []uint32

@@ -26,6 +26,10 @@ var (
 var (
 	errSyntax = ErrMalformed
 	errType   = ErrType
+	// errUTF8 marks a prompt string (Scanner.text) holding bytes that are
+	// not UTF-8: well-formed JSON to encoding/json, which would replace
+	// them with U+FFFD, but not a prompt any engine tokenizes as sent.
+	errUTF8 = errors.New("oaiedge: invalid UTF-8")
 )
 
 // Scanner is a validating, allocation-light JSON reader over a request
@@ -188,6 +192,26 @@ func (s *Scanner) strBytes() ([]byte, error) {
 	raw, escaped, err := s.rawString()
 	if err != nil || (!escaped && utf8.Valid(raw)) {
 		return raw, err
+	}
+	str, err := unescape(raw)
+	return []byte(str), err
+}
+
+// text reads a prompt string: strBytes, refusing bytes that are not
+// UTF-8 (errUTF8). Escapes are ASCII, so the raw bytes are valid exactly
+// when the string's own bytes are.
+func (s *Scanner) text() ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, s.wrongType()
+	}
+	raw, escaped, err := s.rawString()
+	switch {
+	case err != nil:
+		return nil, err
+	case !utf8.Valid(raw):
+		return nil, errUTF8
+	case !escaped:
+		return raw, nil
 	}
 	str, err := unescape(raw)
 	return []byte(str), err

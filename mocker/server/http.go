@@ -22,7 +22,9 @@ const (
 
 // Handler is the OpenAI-compatible HTTP API: POST /v1/chat/completions and
 // /v1/completions (streaming or not), GET /v1/models and GET /health, the
-// /v1 endpoints behind Config.APIKey when it is set.
+// /v1 endpoints behind Config.APIKey when it is set; and, minimally, the
+// pass-through endpoints (passthrough.go): POST /v1/embeddings,
+// /v1/responses, /tokenize, /detokenize and GET /v1/models/{id}.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
@@ -32,6 +34,11 @@ func (s *Server) Handler() http.Handler {
 		s.handleGenerate(w, r, parseCompletion)
 	})
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

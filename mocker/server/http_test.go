@@ -185,7 +185,9 @@ func TestHTTPErrors(t *testing.T) {
 		{"batched prompts", "/v1/completions", `{"prompt":["a","b"]}`, nil, 400, "invalid_request"},
 		{"empty prompt", "/v1/completions", `{"prompt":""}`, nil, 400, "invalid_request"},
 		{"too long", "/v1/completions", `{"prompt":"x","max_tokens":4096}`, nil, 400, "context_length_exceeded"},
-		{"unknown path", "/v1/embeddings", `{}`, nil, 404, "not_found"},
+		{"unknown path", "/v1/audio/speech", `{}`, nil, 404, "not_found"},
+		{"embeddings without input", "/v1/embeddings", `{}`, nil, 400, "invalid_request"},
+		{"detokenize without tokens", "/detokenize", `{}`, nil, 400, "invalid_request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

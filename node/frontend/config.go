@@ -93,6 +93,9 @@ type Config struct {
 	// Transport carries requests to engines; nil means a transport built
 	// from the upstream timeouts, owned and closed by the Server.
 	Transport http.RoundTripper
+
+	// Edge is who may call the frontend and how sessions are named.
+	Edge EdgeConfig
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -2,10 +2,12 @@ package frontend
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
 // handleModels lists the router's models in the OpenAI list shape, sorted
@@ -19,6 +21,22 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	sort.Slice(list.Data, func(i, j int) bool { return list.Data[i].ID < list.Data[j].ID })
 	body, _ := json.Marshal(list)
 	oaiedge.WriteJSON(w, http.StatusOK, body)
+}
+
+// handleModel answers one model in the OpenAI shape, GET
+// /v1/models/{id}, when a live engine serves it: the router's view,
+// since that is which model a request would be routed to, and engines
+// (vLLM among them) need not serve the route themselves.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, m := range s.router.Models() {
+		if m.ID == id {
+			body, _ := json.Marshal(modelObject{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "kvrouter"})
+			oaiedge.WriteJSON(w, http.StatusOK, body)
+			return
+		}
+	}
+	s.errs.Write(w, fmt.Errorf("%w: %q", dispatch.ErrModelNotFound, id))
 }
 
 // handleUnbind ends a session's binding: DELETE /v1/sessions/{id}.

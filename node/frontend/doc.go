@@ -110,9 +110,24 @@
 // stream with an error event and a request still waiting with 502, as it
 // would if the engine had failed.
 //
+// Pass-through endpoints. POST /v1/embeddings (routed by the prefix of
+// its first input, like a completions prompt), /v1/responses (its input
+// items and instructions serialised like chat messages), /tokenize and
+// /detokenize (routed by model alone) go through the same exchange as the
+// completions; GET /v1/models/{id} answers from the router's models.
+//
+// Access. With Config.Edge's client keys, the OpenAI routes need one as
+// "Authorization: Bearer"; the admin routes (the session routes,
+// /v1/route/explain, /metrics) need an operator token or an operator
+// certificate, and with neither configured answer on loopback listeners
+// only (oaiedge.Access). Refusals are 401/403 in the OpenAI shape,
+// counted in kvrouter_edge_auth_refusals_total; credentials are compared
+// by digest in constant time and never logged. ServeAdmin serves the
+// admin routes on a listener of their own.
+//
 // Refusals. The frontend does not tokenize, does not retry on another
-// engine once a request was sent (the body may have been consumed), does
-// not rewrite bodies, and does not authenticate clients.
+// engine once a request was sent (the body may have been consumed), and
+// does not rewrite bodies.
 //
 // Concurrency. A Server is safe for concurrent use; each request is served
 // on its own goroutine by net/http and calls the Router from it. Serve owns

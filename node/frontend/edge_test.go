@@ -78,7 +78,7 @@ func TestClientErrors(t *testing.T) {
 		{name: "unknown model", path: compl, body: `{"model":"nope","prompt":"x"}`, status: 404, code: "model_not_found"},
 		{name: "session id too long", path: compl, body: `{"model":"m","prompt":"x"}`, headers: map[string]string{"X-Session-ID": strings.Repeat("s", 257)}, status: 400, param: "X-Session-Id", code: "invalid_request"},
 		{name: "bad pin", path: compl, body: `{"model":"m","prompt":"x"}`, headers: map[string]string{"X-Worker-Instance-Id": "abc"}, status: 400, param: "X-Worker-Instance-Id", code: "invalid_request"},
-		{name: "unknown route", path: "/v1/embeddings", body: `{}`, status: 404, code: "not_found"},
+		{name: "unknown route", path: "/v1/nothing", body: `{}`, status: 404, code: "not_found"},
 	}
 	ts, _, _ := setup(t, Config{MaxPromptTokens: 8, MaxBodyBytes: 1024}, nil)
 	for _, tc := range tests {

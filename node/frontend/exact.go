@@ -1,7 +1,5 @@
 package frontend
 
-import "github.com/kvrouter/kvrouter/internal/oaiedge"
-
 // Tokenization outcomes, the values of kvrouter_frontend_tokenized_total's
 // outcome label.
 const (
@@ -24,15 +22,16 @@ func (x *exchange) exactTokens() string {
 		x.s.tokenized(tokenizedClient)
 		return tokenizedClient
 	}
+	chat, ok := x.ep.Tokenizable()
 	tok := x.s.cfg.Tokenizers[p.Model]
-	if tok == nil {
-		if _, seen := x.s.approximated.LoadOrStore(p.Model, true); !seen && len(x.s.cfg.Tokenizers) > 0 {
+	if !ok || tok == nil {
+		if _, seen := x.s.approximated.LoadOrStore(p.Model, true); ok && !seen && len(x.s.cfg.Tokenizers) > 0 {
 			x.s.log.Warn("model has no tokenizer configured; its text prompts are routed by text blocks, which do not line up with the engine's token blocks", "model", p.Model)
 		}
 		x.s.tokenized(tokenizedApproximate)
 		return tokenizedApproximate
 	}
-	ids, err := tok.EncodeRequest(x.body.data, x.ep == oaiedge.Chat, p.Text, make([]uint32, 0, len(x.body.data)/4+8))
+	ids, err := tok.EncodeRequest(x.body.data, chat, p.Text, make([]uint32, 0, len(x.body.data)/4+8))
 	if err != nil {
 		x.s.log.Debug("tokenizer refused the prompt; routing by text blocks", "model", p.Model, "err", err)
 		x.s.tokenized(tokenizedFailed)

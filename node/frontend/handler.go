@@ -129,7 +129,7 @@ func (x *exchange) readBody() (*body, error) {
 
 // dispatchRequest builds the routing request from the body and headers.
 func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
-	si, err := readSession(x.r.Header)
+	si, err := readSession(x.s.sessionKeys, x.r.Header, x.p)
 	if err != nil {
 		return nil, err
 	}

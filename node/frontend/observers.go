@@ -30,7 +30,7 @@ func outcomeIndex(status int) int {
 // children up by label values hashes the values on every call, which the
 // request path would otherwise do five times per request.
 type modelObservers struct {
-	requests      [2][len(outcomes)]prometheus.Counter // by endpoint, outcome
+	requests      [oaiedge.NumEndpoints][len(outcomes)]prometheus.Counter // by endpoint, outcome
 	input, output prometheus.Observer
 	ttft, itl     prometheus.Observer
 }

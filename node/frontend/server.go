@@ -40,11 +40,18 @@ type Server struct {
 	// errs is the error table, with Config.OverloadStatus.
 	errs oaiedge.Table
 	// bodies reads request bodies under the configured limits.
-	bodies   oaiedge.BodyReader
-	handler  http.Handler
-	draining atomic.Bool
-	idPrefix string
-	idSeq    atomic.Uint64
+	bodies  oaiedge.BodyReader
+	handler http.Handler
+	// admin serves the admin routes on a listener of their own
+	// (ServeAdmin).
+	admin http.Handler
+	// access guards the routes (Config.Edge); edge counts its refusals.
+	access      *oaiedge.Access
+	edge        *metrics.Edge
+	sessionKeys oaiedge.SessionKeys
+	draining    atomic.Bool
+	idPrefix    string
+	idSeq       atomic.Uint64
 	// engineAuth is the Authorization value sent to engines, built once
 	// from Config.EngineAPIKey ("" without a key).
 	engineAuth string
@@ -75,6 +82,9 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	if cfg.EngineAPIKey != "" {
 		s.engineAuth = "Bearer " + cfg.EngineAPIKey
 	}
+	if err := s.setupEdge(); err != nil {
+		return nil, err
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		s.transport = newTransport(cfg)
@@ -83,8 +93,30 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
 	s.idPrefix = randomPrefix()
 	s.handler = s.routes()
+	s.admin = s.adminRoutes()
 	return s, nil
 }
+
+// setupEdge builds the access control and the session keys from
+// Config.Edge, counting refusals in the edge metrics.
+func (s *Server) setupEdge() error {
+	var err error
+	if s.access, err = s.cfg.Edge.access(); err != nil {
+		return err
+	}
+	if s.sessionKeys, err = s.cfg.Edge.SessionKeys.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if s.metrics != nil {
+		s.edge = metrics.NewEdge(s.metrics.Registry)
+		s.access.Refused = func(scope oaiedge.Scope, reason string) { s.edge.Refused(scope.String(), reason) }
+	}
+	return nil
+}
+
+// EdgeMetrics returns the edge's access and certificate metrics (nil
+// without metrics), for the certificate reloader of the node's TLS.
+func (s *Server) EdgeMetrics() *metrics.Edge { return s.edge }
 
 // noRedirects stops the client from following engine redirects: an engine
 // answering with one is misconfigured, and the body must not be replayed
@@ -102,19 +134,43 @@ func randomPrefix() string {
 // Handler returns the frontend's HTTP handler (all routes).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// routes builds the route table (oaiedge.NewMux adds the completion
-// endpoints, /health, /ready and the OpenAI-shaped 404 and 405).
+// AdminHandler returns the handler of the admin listener: the admin
+// routes, /health and /ready.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
+// routes builds the route table (oaiedge.NewMux adds the routed
+// endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
+// admin routes are served here too, unless Edge.AdminAddr keeps
+// /metrics and /v1/route/explain on the admin listener alone.
 func (s *Server) routes() http.Handler {
 	own := []oaiedge.Route{
 		{Pattern: "GET /v1/models", Handler: s.handleModels},
-		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind},
-		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession},
-		{Pattern: "POST /v1/route/explain", Handler: s.handleExplain},
+		{Pattern: "GET /v1/models/{id}", Handler: s.handleModel},
+		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
 	}
+	if s.cfg.Edge.AdminAddr == "" {
+		own = append(own, s.observability()...)
+	}
+	return oaiedge.NewMux(s.errs, s.access, s.completionHandler, s.ready, own...)
+}
+
+// adminRoutes builds the admin listener's route table.
+func (s *Server) adminRoutes() http.Handler {
+	own := append([]oaiedge.Route{
+		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
+	}, s.observability()...)
+	return oaiedge.NewMux(s.errs, s.access, nil, s.ready, own...)
+}
+
+// observability are the routes that may move to the admin listener.
+func (s *Server) observability() []oaiedge.Route {
+	own := []oaiedge.Route{{Pattern: "POST /v1/route/explain", Handler: s.handleExplain, Scope: oaiedge.ScopeAdmin}}
 	if s.metrics != nil {
-		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP})
+		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP, Scope: oaiedge.ScopeAdmin})
 	}
-	return oaiedge.NewMux(s.errs, s.completionHandler, s.ready, own...)
+	return own
 }
 
 // Serve serves HTTP on ln until ctx ends, then stops accepting, marks the
@@ -123,7 +179,7 @@ func (s *Server) routes() http.Handler {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	hs := s.httpServer(base)
+	hs := s.httpServer(base, s.handler, ln)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -160,15 +216,40 @@ func (s *Server) shutdown(hs *http.Server, cancelRequests context.CancelFunc) er
 // neither a ReadTimeout (it would also bound the connection's background
 // read that detects client disconnects during a stream) nor a WriteTimeout
 // (it would cut every long, healthy stream).
-func (s *Server) httpServer(base context.Context) *http.Server {
+func (s *Server) httpServer(base context.Context, h http.Handler, ln net.Listener) *http.Server {
 	return &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
+		ConnContext:       oaiedge.ConnContext(ln),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    oaiedge.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+}
+
+// ServeAdmin serves the admin routes (AdminHandler) on ln until ctx
+// ends, then stops within ShutdownTimeout. Its requests are short reads,
+// so there is no drain to wait for beyond that.
+func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
+	hs := s.httpServer(ctx, s.admin, ln)
+	hs.WriteTimeout = s.cfg.WriteTimeout
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // closeTransport releases the engine connections the Server owns.

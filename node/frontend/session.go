@@ -23,10 +23,11 @@ type sessionInfo struct {
 	Pin *dispatch.Pin
 }
 
-// readSession extracts session and pin headers, refusing ids over
+// readSession extracts the session (from the headers, else from p's body
+// fields, by keys) and the pin headers, refusing ids over
 // oaiedge.MaxSessionIDBytes and malformed flags or pins.
-func readSession(h http.Header) (sessionInfo, error) {
-	s, err := oaiedge.ReadSession(h)
+func readSession(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request) (sessionInfo, error) {
+	s, err := keys.Read(h, p)
 	if err != nil {
 		return sessionInfo{}, err
 	}

@@ -35,7 +35,7 @@ func TestReadSession(t *testing.T) {
 			for k, v := range tc.headers {
 				h.Set(k, v)
 			}
-			si, err := readSession(h)
+			si, err := readSession(oaiedge.SessionKeys{}, h, nil)
 			if tc.err != "" {
 				if !errors.Is(err, oaiedge.ErrInvalid) || oaiedge.ParamOf(err) != tc.err {
 					t.Fatalf("err %v (param %q), want param %q", err, oaiedge.ParamOf(err), tc.err)

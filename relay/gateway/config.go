@@ -99,6 +99,9 @@ type Config struct {
 	// Now is the clock for deadlines, staleness and latency. Required.
 	Now func() time.Time
 	Log *slog.Logger
+
+	// Edge is who may call the gateway and how sessions are named.
+	Edge EdgeConfig
 }
 
 // EnsureDefaults fills zero fields.

@@ -150,7 +150,7 @@
 // # What it refuses to do
 //
 // It does not tokenize, choose engines (the serving DC's router nodes do),
-// rewrite bodies, authenticate clients, retry a request a node accepted,
+// rewrite bodies, retry a request a node accepted,
 // or fall back once an answer has begun. It reads the clock only through
 // Config.Now (deadlines, staleness, decision latency, cache expiry) and
 // the health poll's ticker.
@@ -166,6 +166,17 @@
 // HTTPLocator starts one goroutine per remote per lookup, and
 // SummaryLocator one per DC it has to ask; both wait for all of them,
 // each bounded by ControlTimeout.
+//
+// # Access
+//
+// Config.Edge guards the routes as a router node does (oaiedge.Access):
+// client keys on the OpenAI routes, operator credentials on /metrics,
+// /v1/route/explain and the home lookups (peers present their WAN
+// certificate, or Edge.UpstreamToken), which answer on loopback
+// listeners only when no operator credential is configured. The
+// client's Authorization header travels with its request to the node
+// and to a peer's gateway; the gateway's own calls to the nodes' session
+// routes carry Edge.UpstreamToken.
 //
 // # Explain
 //

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 )
@@ -33,6 +35,13 @@ type Gateway struct {
 	transport *http.Transport
 	metrics   *Metrics
 	handler   http.Handler
+	// admin serves the admin routes on their own listener (ServeAdmin).
+	admin http.Handler
+	// access guards the routes (Config.Edge); edge counts refusals and
+	// certificate reloads.
+	access      *oaiedge.Access
+	edge        *metrics.Edge
+	sessionKeys oaiedge.SessionKeys
 	// bodies reads request bodies under the configured limits.
 	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
@@ -66,7 +75,11 @@ func New(cfg Config) (*Gateway, error) {
 		rt = g.transport
 	}
 	g.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
+	if err := g.setupEdge(); err != nil {
+		return nil, err
+	}
 	g.handler = g.routes()
+	g.admin = g.adminRoutes()
 	return g, nil
 }
 
@@ -104,14 +117,56 @@ func (g *Gateway) Homes() Homes { return g.homes }
 // an HTTPLocator on the same connections.
 func (g *Gateway) Client() *http.Client { return g.client }
 
-// routes builds the route table (oaiedge.NewMux adds the completion
-// endpoints, /health, /ready and the OpenAI-shaped 404 and 405).
+// setupEdge builds the access control and session keys of Config.Edge,
+// counting refusals in the edge metrics.
+func (g *Gateway) setupEdge() error {
+	var err error
+	if g.access, err = g.cfg.Edge.access(); err != nil {
+		return err
+	}
+	if g.sessionKeys, err = g.cfg.Edge.SessionKeys.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	g.edge = metrics.NewEdge(g.metrics.Registry)
+	g.access.Refused = func(scope oaiedge.Scope, reason string) { g.edge.Refused(scope.String(), reason) }
+	return nil
+}
+
+// EdgeMetrics returns the gateway's access and certificate metrics.
+func (g *Gateway) EdgeMetrics() *metrics.Edge { return g.edge }
+
+// AdminHandler returns the admin listener's handler.
+func (g *Gateway) AdminHandler() http.Handler { return g.admin }
+
+// routes builds the route table (oaiedge.NewMux adds the routed
+// endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
+// admin routes are served here too, unless Edge.AdminAddr keeps
+// /metrics and /v1/route/explain on the admin listener alone.
 func (g *Gateway) routes() http.Handler {
-	return oaiedge.NewMux(errorTable, g.completionHandler, g.nodes.anyHealthy,
-		oaiedge.Route{Pattern: "GET /v1/models", Handler: g.handleModels},
-		oaiedge.Route{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome},
-		oaiedge.Route{Pattern: "POST /v1/route/explain", Handler: g.handleExplain},
-		oaiedge.Route{Pattern: "GET /metrics", Handler: g.metrics.Handler().ServeHTTP})
+	own := []oaiedge.Route{
+		{Pattern: "GET /v1/models", Handler: g.handleModels},
+		{Pattern: "GET /v1/models/{id}", Handler: g.handleModel},
+		{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome, Scope: oaiedge.ScopeAdmin},
+	}
+	if g.cfg.Edge.AdminAddr == "" {
+		own = append(own, g.observability()...)
+	}
+	return oaiedge.NewMux(errorTable, g.access, g.completionHandler, g.nodes.anyHealthy, own...)
+}
+
+// adminRoutes builds the admin listener's route table.
+func (g *Gateway) adminRoutes() http.Handler {
+	own := append([]oaiedge.Route{{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome, Scope: oaiedge.ScopeAdmin}},
+		g.observability()...)
+	return oaiedge.NewMux(errorTable, g.access, nil, g.nodes.anyHealthy, own...)
+}
+
+// observability are the routes that may move to the admin listener.
+func (g *Gateway) observability() []oaiedge.Route {
+	return []oaiedge.Route{
+		{Pattern: "POST /v1/route/explain", Handler: g.handleExplain, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "GET /metrics", Handler: g.metrics.Handler().ServeHTTP, Scope: oaiedge.ScopeAdmin},
+	}
 }
 
 // Run polls the router nodes' readiness until ctx ends, then releases
@@ -128,8 +183,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 // then shuts the server down, waiting for in-flight requests up to
 // shutdownGrace before closing them.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: oaiedge.ReadHeaderTimeout, IdleTimeout: oaiedge.IdleTimeout,
-		MaxHeaderBytes: oaiedge.MaxHeaderBytes}
+	srv := g.httpServer(g.handler, ln)
 	var wg sync.WaitGroup
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	wg.Go(func() { _ = g.Run(pollCtx) })
@@ -153,6 +207,34 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// httpServer serves h on ln with the edge's timeouts.
+func (g *Gateway) httpServer(h http.Handler, ln net.Listener) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: oaiedge.ReadHeaderTimeout, IdleTimeout: oaiedge.IdleTimeout,
+		MaxHeaderBytes: oaiedge.MaxHeaderBytes, ConnContext: oaiedge.ConnContext(ln)}
+}
+
+// ServeAdmin serves the admin routes (AdminHandler) on ln until ctx
+// ends. Serve runs the health polling; this listener needs none.
+func (g *Gateway) ServeAdmin(ctx context.Context, ln net.Listener) error {
+	srv := g.httpServer(g.admin, ln)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ControlTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // shutdownGrace is how long Serve waits for in-flight requests: long

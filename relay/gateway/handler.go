@@ -41,17 +41,18 @@ func (x *exchange) serve() {
 		x.serveForwardedIn(from)
 		return
 	}
-	s, err := oaiedge.ReadSession(x.r.Header)
-	if err != nil {
-		x.reject(err)
-		return
-	}
-	x.session = s.Key()
 	req, err := oaiedge.ParsePooled(x.body, x.ep, oaiedge.Options{MaxPromptTokens: g.cfg.MaxPromptTokens})
 	if err != nil {
 		x.reject(err)
 		return
 	}
+	s, err := g.sessionKeys.Read(x.r.Header, req)
+	if err != nil {
+		req.Release()
+		x.reject(err)
+		return
+	}
+	x.session = s.Key()
 	g.exactTokens(req, x.ep, x.body)
 	start := g.cfg.Now()
 	t := x.target(req, start)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -31,19 +32,46 @@ type modelID struct {
 // sorted by id, the first node's object winning for a shared id. Nodes
 // that fail are left out; when all fail the answer is a 502.
 func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request) {
-	lists := make([][]json.RawMessage, len(g.nodes.urls))
-	oks := make([]bool, len(g.nodes.urls))
-	var wg sync.WaitGroup
-	for i, u := range g.nodes.urls {
-		wg.Go(func() { lists[i], oks[i] = g.nodeModels(r.Context(), u) })
-	}
-	wg.Wait()
-	if !slices.Contains(oks, true) {
+	lists, ok := g.allModels(r.Context())
+	if !ok {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
 	body, _ := json.Marshal(modelList{Object: "list", Data: unionByID(lists)})
 	oaiedge.WriteJSON(w, http.StatusOK, body)
+}
+
+// allModels fetches every local node's model list in parallel; false
+// when no node answered.
+func (g *Gateway) allModels(ctx context.Context) ([][]json.RawMessage, bool) {
+	lists := make([][]json.RawMessage, len(g.nodes.urls))
+	oks := make([]bool, len(g.nodes.urls))
+	var wg sync.WaitGroup
+	for i, u := range g.nodes.urls {
+		wg.Go(func() { lists[i], oks[i] = g.nodeModels(ctx, u) })
+	}
+	wg.Wait()
+	return lists, slices.Contains(oks, true)
+}
+
+// handleModel answers one model of the local router nodes' union, GET
+// /v1/models/{id}: the object of the first node that lists it, 404
+// model_not_found when none does.
+func (g *Gateway) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	lists, ok := g.allModels(r.Context())
+	if !ok {
+		errorTable.Write(w, ErrNoNode)
+		return
+	}
+	for _, m := range unionByID(lists) {
+		var mid modelID
+		if json.Unmarshal(m, &mid) == nil && mid.ID == id {
+			oaiedge.WriteJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	errorTable.Write(w, fmt.Errorf("%w: %q", ErrModelNotFound, id))
 }
 
 // unionByID merges model lists by id, sorted by id.

@@ -121,6 +121,9 @@ func (g *Gateway) nodeControl(ctx context.Context, method, path string) (*http.R
 		if err != nil {
 			break
 		}
+		if t := g.cfg.Edge.UpstreamToken; t != "" {
+			req.Header.Set("Authorization", "Bearer "+t)
+		}
 		if resp, err = g.client.Do(req); err == nil {
 			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 			return resp, nil

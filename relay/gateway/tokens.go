@@ -18,11 +18,12 @@ func (g *Gateway) exactTokens(req *oaiedge.Request, ep oaiedge.Endpoint, body []
 	if req.Tokens != nil {
 		return tokensClient
 	}
+	chat, ok := ep.Tokenizable()
 	tok := g.cfg.Tokenizers[req.Model]
-	if tok == nil {
+	if !ok || tok == nil {
 		return tokensApproximate
 	}
-	ids, err := tok.EncodeRequest(body, ep == oaiedge.Chat, req.Text, make([]uint32, 0, len(body)/4+8))
+	ids, err := tok.EncodeRequest(body, chat, req.Text, make([]uint32, 0, len(body)/4+8))
 	if err != nil {
 		g.cfg.Log.Debug("tokenizer refused the prompt; no prefix search", "model", req.Model, "err", err)
 		return tokensFailed

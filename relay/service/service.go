@@ -115,7 +115,10 @@ type Config struct {
 	// WANTLS CA when it is set, else the system's roots, and present the
 	// WANTLS certificate. Empty: plain HTTP.
 	GatewayTLSCert, GatewayTLSKey string
-	Log                           *slog.Logger
+	// Edge is who may call the gateway, its admin listener and its
+	// session keys (edge.go).
+	Edge gateway.EdgeConfig
+	Log  *slog.Logger
 }
 
 // Validate checks the configuration; errors name the key.
@@ -165,18 +168,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// gatewayCert loads the gateway's server certificate; nil without one.
-func gatewayCert(c *Config) (*tls.Config, error) {
-	if c.GatewayTLSCert == "" {
-		return nil, nil
-	}
-	cfg, err := mtls.ServerCert("gateway_tls", c.GatewayTLSCert, c.GatewayTLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return cfg, nil
-}
-
 // loadTLS loads one link's mutual TLS; nil configurations when its files
 // are unset (plaintext).
 func loadTLS(prefix string, f mtls.Files) (server, client *tls.Config, err error) {
@@ -214,6 +205,7 @@ type Relay struct {
 	// gwTLS serves the gateway over HTTPS when set; upstream carries the
 	// gateway's requests to nodes and peers (and the session lookups).
 	gwTLS    *tls.Config
+	certs    *mtls.Reloader
 	upstream *http.Transport
 	cons     *consumer.Consumer
 	gw       *gateway.Gateway
@@ -221,6 +213,7 @@ type Relay struct {
 
 	gatewayAddr atomic.Pointer[string]
 	publishAddr atomic.Pointer[string]
+	adminAddr   atomic.Pointer[string]
 	ready       chan struct{}
 	// ended is closed when Run returns, runErr holding its error.
 	ended    chan struct{}
@@ -294,7 +287,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r.wanServer, r.wanClient = grpcCreds(wanServer), grpcCreds(wanClient)
-	if r.gwTLS, err = gatewayCert(&cfg); err != nil {
+	if r.gwTLS, r.certs, err = gatewayTLS(&r.cfg); err != nil {
 		return nil, err
 	}
 	r.upstream = gateway.NewTransport(wanClient)
@@ -325,7 +318,7 @@ func (r *Relay) buildGateway() error {
 		local[m] = p
 	}
 	homes := gateway.NewHomes(dcs...)
-	lookups := &http.Client{Transport: r.upstream}
+	lookups := &http.Client{Transport: gateway.NodeAuth(r.upstream, cfg.Edge.UpstreamToken)}
 	loc, err := gateway.NewSummaryLocator(gateway.SummaryLocatorConfig{Remotes: remotes, Homes: homes, Index: r.cons,
 		Confirm: gateway.NewHTTPLocator(remotes, homes, lookups, time.Now, 0, 0), MaxStaleness: cfg.Policy.MaxStaleness,
 		Now: time.Now})
@@ -334,10 +327,11 @@ func (r *Relay) buildGateway() error {
 	}
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
 		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons, Sessions: loc, LocalLoad: r.localLoad,
-		Tokenizers: cfg.Tokenizers, Transport: r.upstream, Now: time.Now, Log: r.log})
+		Tokenizers: cfg.Tokenizers, Transport: r.upstream, Now: time.Now, Log: r.log, Edge: cfg.Edge})
 	if err != nil {
 		return err
 	}
+	r.watchCerts(gw)
 	loc.SetMetrics(gw.Metrics())
 	r.gw = gw
 	return nil
@@ -442,6 +436,14 @@ func (r *Relay) run(ctx context.Context) error {
 		wg.Wait()
 		return err
 	}
+	waitAdmin, err := r.serveAdmin(ctx)
+	if err != nil {
+		cancel()
+		gs.Stop()
+		wg.Wait()
+		return err
+	}
+	defer waitAdmin()
 	close(r.ready)
 	r.log.Info("relay serving", "gateway", ga, "publish", pa, "peers", len(r.cfg.Peers), "pools", len(r.cfg.Pools))
 	err = r.gw.Serve(ctx, gwLn)
