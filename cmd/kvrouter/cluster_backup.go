@@ -226,4 +226,3 @@ func sendRestore(ctx context.Context, c kvrpb.ClusterBackupClient, r io.Reader) 
 		}
 	}
 }
-
