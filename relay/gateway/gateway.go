@@ -29,6 +29,8 @@ type Gateway struct {
 	remotes   map[string]Remote
 	blocks    map[string]int
 	nodes     *nodePool
+	// remoteGWs are each remote DC's gateways (remotes.go).
+	remoteGWs map[string]*nodePool
 	client    *http.Client
 	transport *http.Transport
 	metrics   *Metrics
@@ -56,6 +58,7 @@ func New(cfg Config) (*Gateway, error) {
 		dcs = append(dcs, r.DC)
 	}
 	g.homes = NewHomes(dcs...)
+	g.remoteGWs = newRemotePools(cfg.Remotes)
 	g.intercept = cfg.Policy.intercepts(g.remoteRTT)
 	for _, p := range cfg.Pools {
 		g.blocks[p.Model] = p.BlockSize
@@ -117,7 +120,10 @@ func (g *Gateway) routes() http.Handler {
 // Run polls the router nodes' readiness until ctx ends, then releases
 // the transport's idle connections.
 func (g *Gateway) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { g.pollRemotes(ctx) })
 	g.nodes.pollLoop(ctx, g.client, g.cfg.HealthInterval)
+	wg.Wait()
 	if g.transport != nil {
 		g.transport.CloseIdleConnections()
 	}
