@@ -24,11 +24,11 @@ const DCHeader = "X-Kvrouter-DC"
 // Gateway is a DC's OpenAI-compatible ingress. It is safe for concurrent
 // use; Serve (or Run) owns its background goroutines.
 type Gateway struct {
-	cfg       Config
-	homes     Homes
-	remotes   map[string]Remote
-	blocks    map[string]int
-	nodes     *nodePool
+	cfg     Config
+	homes   Homes
+	remotes map[string]Remote
+	blocks  map[string]int
+	nodes   *nodePool
 	// remoteGWs are each remote DC's gateways (remotes.go).
 	remoteGWs map[string]*nodePool
 	client    *http.Client
