@@ -19,6 +19,11 @@ var ErrNoTransferTarget = errors.New("consensus: no voter to transfer leadership
 // ready for the next.
 const transferRetry = 200 * time.Millisecond
 
+// transferAttempts bounds the attempts: when three in a row failed, the
+// other voters are down or cut off (the last member of a cluster being
+// stopped), and waiting longer only delays the stop.
+const transferAttempts = 3
+
 // TransferLeadership hands the leadership to another voter when this node
 // leads, and returns once another node has won the election (its id, when
 // this node has heard of it yet) or ctx ends. A node that does not lead
@@ -38,6 +43,9 @@ func (n *Node) TransferLeadership(ctx context.Context) (string, error) {
 		}
 		if last = n.raft.LeadershipTransfer().Error(); last == nil {
 			break
+		}
+		if attempt+1 == transferAttempts {
+			return "", fmt.Errorf("%w: %d attempts: %w", ErrNoTransferTarget, transferAttempts, last)
 		}
 		n.log.Warn("leadership transfer failed; retrying", "attempt", attempt, "err", last)
 		select {

@@ -29,6 +29,10 @@ type DrainConfig struct {
 	// TransferTimeout (drain_transfer_timeout) bounds the leadership
 	// transfer (default 10 s, several election timeouts).
 	TransferTimeout time.Duration
+	// NoTransfer stops a leader without handing its leadership on, as a
+	// crash would: for simulations of a leader's failure (the demo's
+	// leader kill). Not a flag.
+	NoTransfer bool
 }
 
 // DefaultTransferTimeout is DrainConfig.TransferTimeout's default.
@@ -80,7 +84,7 @@ func (n *Node) serveUntilDrained(ctx context.Context, fe *frontend.Server, serve
 // outcome; a follower or a single node has nothing to do.
 func (n *Node) transferLeadership() {
 	cn := n.Cluster()
-	if cn == nil || !cn.IsLeader() {
+	if cn == nil || !cn.IsLeader() || n.cfg.Drain.NoTransfer {
 		return
 	}
 	timeout := cmpOr(n.cfg.Drain.TransferTimeout, DefaultTransferTimeout)
