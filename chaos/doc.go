@@ -51,6 +51,15 @@
 // its own traffic during the cut, that the summaries reconverge (a prefix
 // cached in one DC draws the other DC's request, which the gateway's
 // POST /v1/route/explain confirms before the request is sent), and that
-// no session is served by two DCs. Child processes get this process's
+// no session is served by two DCs; RelayFailoverTwoPerDC runs two relays
+// per DC, kills one of the forwarding DC and then one of the serving DC
+// under traffic, and reports failures and summary staleness;
+// DrainLeaderDuringStreams sends SIGTERM to the leader during 50 streams
+// (readiness off before the listener closes, every stream complete or
+// ended by a shutting_down event, leadership moved before exit, no
+// acknowledged binding lost); BackupRestoreIntoFreshCluster runs `kvrouter
+// cluster backup` and `restore` between two clusters; RollingUpgrade
+// (make chaos only) upgrades a cluster of the previous release, built from
+// its git tag, one member at a time. Child processes get this process's
 // environment without the suite's KVR_CHAOS_* settings.
 package chaos

@@ -82,7 +82,9 @@ type dc struct {
 	name    string
 	nats    string
 	members []*member
-	mu      sync.Mutex
+	// extra are more `kvrouter node` arguments for every member.
+	extra []string
+	mu    sync.Mutex
 }
 
 // startDC starts NATS, the engines and three node processes, and waits
@@ -104,14 +106,15 @@ func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
 
 // startDCWith starts DC name's NATS server, then its engines by calling
 // engines (which must not return before they are started), then nodes
-// router nodes, and waits until every node is ready.
-func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx context.Context, wg *sync.WaitGroup)) *dc {
+// router nodes with the extra arguments, and waits until every node is
+// ready.
+func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx context.Context, wg *sync.WaitGroup), extra ...string) *dc {
 	t.Helper()
 	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dc{t: t, name: name, nats: bus.URL()}
+	d := &dc{t: t, name: name, nats: bus.URL(), extra: extra}
 	root := t.TempDir() // before the cleanup below, so the logs outlive it
 	ectx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -146,12 +149,20 @@ func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx c
 
 func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string, id uint64) {
 	t.Helper()
+	startEngineAt(t, ctx, wg, url, dcName, id, 1000)
+}
+
+// startEngineAt starts a simulated engine whose iterations run speedUp
+// times faster than the reference hardware's (1: a decode step of about
+// 8 ms, for streams that last seconds).
+func startEngineAt(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string, id uint64, speedUp float64) {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	bus, err := natsbus.Open(natsbus.Config{URL: url}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{DC: dcName, EngineID: id, Engine: mocker.Config{SpeedUp: 1000, BlockSize: blockSize}}, bus.Conn, log)
+	srv, err := server.New(server.Config{DC: dcName, EngineID: id, Engine: mocker.Config{SpeedUp: speedUp, BlockSize: blockSize}}, bus.Conn, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +189,7 @@ func (d *dc) start(m *member, peers string) {
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
 		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
+	m.cmd.Args = append(m.cmd.Args, d.extra...)
 	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)

@@ -88,6 +88,7 @@ func startDC(ctx context.Context, cfg Config, dc, httpAddr, policy string, log *
 		ncfg.Dispatch.Policy = policy
 		ncfg.Dispatch.AffinityTTL = time.Hour
 		ncfg.Frontend.ShutdownTimeout = crashDrain
+		ncfg.Drain.NoTransfer = true // Kill simulates a crash
 		ncfg.Cluster = node.ClusterConfig{RaftAddr: addrs[i][1], APIAddr: addrs[i][2], Peers: peers,
 			Bootstrap: true, DataDir: filepath.Join(dir, ncfg.NodeID)}
 		c.cfgs = append(c.cfgs, ncfg)

@@ -205,6 +205,7 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	c.srv = grpc.NewServer(srvOpts...)
 	c.cn.RegisterForwarding(c.srv)
 	c.cn.RegisterAdmin(c.srv)
+	c.cn.RegisterBackup(c.srv)
 	c.cn.RegisterOwnership(c.srv)
 	go func() { _ = c.srv.Serve(ln) }()
 

@@ -77,6 +77,8 @@ type Config struct {
 	Dispatch dispatch.Config
 	Events   fleet.Config
 	Frontend frontend.Config
+	// Drain says how the node stops when Run's context ends.
+	Drain DrainConfig
 }
 
 // DefaultConfig returns the defaults of every option.
@@ -121,6 +123,9 @@ func (c *Config) Validate() error {
 	c.Dispatch.SuspectTimeout = c.Events.LivenessTimeout
 	c.Dispatch = c.Dispatch.EnsureDefaults()
 	if err := c.Dispatch.Validate(); err != nil {
+		return err
+	}
+	if err := c.Drain.validate(); err != nil {
 		return err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

@@ -50,6 +50,12 @@
 //     and ClusterAdmin; with the Cluster.TLS* files raft and the cluster API
 //     use mutual TLS.
 //
+// Stopping: when Run's context ends the node drains (drain.go,
+// DrainConfig): /ready turns 503 first, the listener closes after
+// ReadyDelay, requests get Timeout and are then ended with a
+// shutting_down error event or status, and a raft leader transfers its
+// leadership before raft stops.
+//
 // Concurrency: Run may be called once. Addr is safe to call from any
 // goroutine after Run has started listening (WaitReady reports when);
 // Ready and Cluster are safe at any time.

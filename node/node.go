@@ -266,6 +266,9 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 	fcfg := n.cfg.Frontend
 	fcfg.Ready = n.Ready
 	fcfg.DC = n.cfg.DC
+	if n.cfg.Drain.Timeout > 0 {
+		fcfg.ShutdownTimeout = n.cfg.Drain.Timeout
+	}
 	if n.cfg.Cluster.Enabled() {
 		fcfg.Serving = *n.serving.Load()
 	}
@@ -295,7 +298,7 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 	close(n.ready)
 	n.log.Info("router node serving", "http", ln.Addr().String(), "https", n.tls != nil, "nats", n.NATSURL(),
 		"policy", n.cfg.Dispatch.Policy, "kv_events", !n.cfg.Dispatch.ApproximateMode)
-	err = fe.Serve(ctx, ln)
+	err = n.serveUntilDrained(ctx, fe, func(ctx context.Context) error { return fe.Serve(ctx, ln) })
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -60,7 +60,7 @@ func newClusterCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Inspect and change a DC's router cluster: status, join, leave",
+		Short: "Inspect and change a DC's router cluster: status, join, leave, backup, restore",
 		Long: `cluster talks to a router node's cluster API (--cluster-api-addr of kvrouter node).
 Join and leave may be sent to any member: a follower relays them to the leader.`,
 	}
@@ -126,6 +126,7 @@ Join and leave may be sent to any member: a follower relays them to the leader.`
 	}
 	leave.Flags().StringVar(&leaveID, "id", "", "the member to remove")
 	cmd.AddCommand(status, joinCmd, leave)
+	cmd.AddCommand(newBackupCmds(&f)...)
 	return cmd
 }
 

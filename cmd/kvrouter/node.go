@@ -84,6 +84,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
 	f.registerNATS(fs)
 	f.registerEdges(fs)
+	f.registerOps(fs)
 	f.log.register(fs)
 }
 

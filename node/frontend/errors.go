@@ -14,6 +14,11 @@ import (
 // body limits, routes, readiness) are oaiedge's.
 var ErrUpstream = errors.New("frontend: upstream engine failed")
 
+// ErrShuttingDown: the node is draining and its deadline passed while the
+// request was still running (503; mid-stream, an error event). Clients
+// retry it on another node.
+var ErrShuttingDown = errors.New("frontend: node shutting down")
+
 // StatusClientClosed is the status recorded (never seen by the client)
 // when the client went away before the response: nginx's 499.
 const StatusClientClosed = 499
@@ -34,6 +39,7 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(dispatch.ErrOverloaded, overloadStatus, server, "overloaded"),
 		oaiedge.Entry(dispatch.ErrNoEngine, http.StatusServiceUnavailable, server, "no_engine"),
 		oaiedge.Entry(ErrUpstream, http.StatusBadGateway, server, "upstream_error"),
+		oaiedge.Entry(ErrShuttingDown, http.StatusServiceUnavailable, server, "shutting_down"),
 		oaiedge.Entry(context.Canceled, StatusClientClosed, invalid, "client_closed"),
 		oaiedge.Entry(context.DeadlineExceeded, http.StatusGatewayTimeout, server, "timeout"),
 	)

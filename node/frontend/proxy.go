@@ -59,6 +59,12 @@ func (x *exchange) proxy(ctx context.Context) error {
 	return x.relayBody(ctx, resp)
 }
 
+// cutByDrain reports a request the server's drain ended at its deadline
+// (Server.shutdown), as opposed to a client that left.
+func (x *exchange) cutByDrain() bool {
+	return errors.Is(context.Cause(x.r.Context()), ErrShuttingDown)
+}
+
 // lostCause is why the dispatcher ended the request's engine
 // (dispatch.ErrEngineSilent), or nil while it has not.
 func (x *exchange) lostCause() error {
@@ -149,6 +155,10 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 // before the first byte of the answer: 502, or nothing when the client is
 // the one who left.
 func (x *exchange) upstreamFailed(ctx context.Context, cause error) error {
+	if x.cutByDrain() {
+		x.fail(ErrShuttingDown)
+		return ErrShuttingDown
+	}
 	if err := x.r.Context().Err(); err != nil {
 		x.status = StatusClientClosed
 		return err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -175,10 +176,13 @@ func (s *Server) observability() []oaiedge.Route {
 
 // Serve serves HTTP on ln until ctx ends, then stops accepting, marks the
 // node not ready, waits up to ShutdownTimeout for in-flight requests and
-// cancels those still running. It returns nil after a graceful stop.
+// cancels those still running with ErrShuttingDown: a stream then ends
+// with an error event, a request still waiting for its engine with a 503.
+// It returns nil after a graceful stop. (BeginDrain marks the node not
+// ready earlier, while it still accepts.)
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRequests()
+	base, cancelRequests := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelRequests(nil)
 	hs := s.httpServer(base, s.handler, ln)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -198,17 +202,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // shutdown drains hs within ShutdownTimeout, then cancels the remaining
-// requests (long streams) and closes their connections.
-func (s *Server) shutdown(hs *http.Server, cancelRequests context.CancelFunc) error {
+// requests (long streams) with ErrShuttingDown, gives their handlers
+// cutGrace to write the error event or status that says so, and closes
+// their connections.
+func (s *Server) shutdown(hs *http.Server, cancelRequests context.CancelCauseFunc) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		cancelRequests()
-		s.log.Warn("frontend shutdown deadline passed; cancelling in-flight requests", "err", err)
-		return hs.Close()
+	err := hs.Shutdown(sctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	s.log.Warn("drain deadline passed; ending in-flight requests", "timeout", s.cfg.ShutdownTimeout)
+	cancelRequests(ErrShuttingDown)
+	gctx, gcancel := context.WithTimeout(context.Background(), cutGrace)
+	defer gcancel()
+	if hs.Shutdown(gctx) == nil {
+		return nil
+	}
+	return hs.Close()
 }
+
+// cutGrace is how long the handlers of requests cut at the drain deadline
+// get to write their last event: they only write a few hundred bytes, but
+// a client that stopped reading must not hold the process.
+const cutGrace = 2 * time.Second
+
+// BeginDrain marks the server not ready (GET /ready answers 503) while it
+// keeps serving: the node's drain calls it first, so that load balancers
+// stop sending new requests before the listener closes. Serve marks it
+// too when its context ends.
+func (s *Server) BeginDrain() { s.draining.Store(true) }
 
 // httpServer configures the edge timeouts. ReadHeaderTimeout is the
 // slowloris defence for headers; bodies get a per-request read deadline

@@ -156,6 +156,11 @@ func (x *exchange) streamEnded(err error) error {
 	if x.obs.sawDone && !x.obs.streamError {
 		return nil
 	}
+	if x.cutByDrain() {
+		x.status = http.StatusServiceUnavailable
+		_ = x.writeEvent(oaiedge.StreamErrorEvent(ErrShuttingDown, x.s.errs.Classify(ErrShuttingDown)))
+		return ErrShuttingDown
+	}
 	if cerr := x.r.Context().Err(); cerr != nil {
 		return x.clientGone(cerr)
 	}

@@ -41,6 +41,10 @@ type Remote struct {
 	DC string
 	// URL is the remote gateway's base URL (scheme://host:port).
 	URL string
+	// Alternates are the base URLs of the DC's other gateways, when its
+	// relays are listed one by one rather than behind one Service URL
+	// (see remotes.go): tried in turn when one refuses the connection.
+	Alternates []string
 	// WANRTT is the configured round trip to that DC, the wan_rtt_ms(dc)
 	// term of the decision formula.
 	WANRTT time.Duration
@@ -161,8 +165,10 @@ func (c *Config) validateRemotes() error {
 			return fmt.Errorf("%w: remote dc %q (duplicate, invalid or negative rtt)", ErrConfig, r.DC)
 		}
 		seen[r.DC] = true
-		if err := validURL(r.URL); err != nil {
-			return err
+		for _, u := range r.gateways() {
+			if err := validURL(u); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

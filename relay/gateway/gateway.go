@@ -26,11 +26,13 @@ const DCHeader = "X-Kvrouter-DC"
 // Gateway is a DC's OpenAI-compatible ingress. It is safe for concurrent
 // use; Serve (or Run) owns its background goroutines.
 type Gateway struct {
-	cfg       Config
-	homes     Homes
-	remotes   map[string]Remote
-	blocks    map[string]int
-	nodes     *nodePool
+	cfg     Config
+	homes   Homes
+	remotes map[string]Remote
+	blocks  map[string]int
+	nodes   *nodePool
+	// remoteGWs are each remote DC's gateways (remotes.go).
+	remoteGWs map[string]*nodePool
 	client    *http.Client
 	transport *http.Transport
 	metrics   *Metrics
@@ -65,6 +67,7 @@ func New(cfg Config) (*Gateway, error) {
 		dcs = append(dcs, r.DC)
 	}
 	g.homes = NewHomes(dcs...)
+	g.remoteGWs = newRemotePools(cfg.Remotes)
 	g.intercept = cfg.Policy.intercepts(g.remoteRTT)
 	for _, p := range cfg.Pools {
 		g.blocks[p.Model] = p.BlockSize
@@ -172,7 +175,10 @@ func (g *Gateway) observability() []oaiedge.Route {
 // Run polls the router nodes' readiness until ctx ends, then releases
 // the transport's idle connections.
 func (g *Gateway) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { g.pollRemotes(ctx) })
 	g.nodes.pollLoop(ctx, g.client, g.cfg.HealthInterval)
+	wg.Wait()
 	if g.transport != nil {
 		g.transport.CloseIdleConnections()
 	}

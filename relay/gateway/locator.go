@@ -203,9 +203,15 @@ func askEach(homes Homes, session string, dcs []string, ask func(dc string) (boo
 
 // askOne asks one remote gateway.
 func (l *HTTPLocator) askOne(ctx context.Context, r Remote, session string) (bool, error) {
+	return askGateways(r, func(base string) (bool, error) { return l.askGateway(ctx, r.DC, base, session) })
+}
+
+// askGateway asks one of a remote DC's gateways.
+func (l *HTTPLocator) askGateway(ctx context.Context, dc, base, session string) (bool, error) {
+	r := Remote{DC: dc}
 	ctx, cancel := context.WithTimeout(ctx, ControlTimeout)
 	defer cancel()
-	u := trimBase(r.URL) + "/v1/sessions/" + url.PathEscape(session) + "/home"
+	u := base + "/v1/sessions/" + url.PathEscape(session) + "/home"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return false, err

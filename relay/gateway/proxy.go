@@ -57,7 +57,7 @@ func (x *exchange) serveLocal(decision string) {
 // served by a second DC.
 func (x *exchange) serveRemote(dc string) {
 	g := x.g
-	resp, err := x.send(g.remotes[dc].URL, g.cfg.DC)
+	resp, err := x.sendRemote(dc)
 	if err == nil && resp.StatusCode < 500 {
 		x.relay(resp, dc)
 		g.metrics.decided(DecisionRemote)

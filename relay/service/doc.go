@@ -19,7 +19,9 @@
 //   - Publication: a publish.Server on PublishAddr serves every pool's
 //     summary to the other DCs' relays.
 //   - Following: a consumer.Consumer subscribes to every peer's summary of
-//     every pool and to its session summary.
+//     every pool and to its session summary. A peer DC may run several
+//     relays, listed once each (peers.go): one connection spans them and
+//     a lane whose relay fails resubscribes to another.
 //   - Gateway: a gateway.Gateway on GatewayAddr is the DC's OpenAI
 //     ingress; it measures the local prefix exactly (the producers'
 //     reference-counted sets), the remote ones from the lanes, and

@@ -55,7 +55,9 @@ const DefaultSummaryCapacity = 1 << 20
 const DefaultSessionCapacity = 1 << 16
 
 // Peer is another DC's relay: where it publishes its summaries and where
-// its gateway takes forwarded requests, and the WAN round trip to it.
+// its gateway takes forwarded requests, and the WAN round trip to it. A
+// DC with several relays listed one by one has one Peer per relay, with
+// the same WANRTT (see peers.go).
 type Peer struct {
 	DC          string
 	PublishAddr string
@@ -138,18 +140,20 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: %s %q: %v", ErrConfig, a.key, a.addr, err)
 		}
 	}
-	seen := map[string]bool{c.DC: true}
 	for _, p := range c.Peers {
-		if p.DC == "" || seen[p.DC] {
-			return fmt.Errorf("%w: peers: DC %q empty or repeated", ErrConfig, p.DC)
+		// A DC may repeat, once per relay (peers.go), but not be this one.
+		if p.DC == "" || p.DC == c.DC {
+			return fmt.Errorf("%w: peers: DC %q empty or this relay's own", ErrConfig, p.DC)
 		}
-		seen[p.DC] = true
 		if _, _, err := net.SplitHostPort(p.PublishAddr); err != nil {
 			return fmt.Errorf("%w: peers: %s publish address %q: %v", ErrConfig, p.DC, p.PublishAddr, err)
 		}
 		if u, err := url.Parse(p.GatewayURL); err != nil || u.Host == "" {
 			return fmt.Errorf("%w: peers: %s gateway URL %q", ErrConfig, p.DC, p.GatewayURL)
 		}
+	}
+	if err := checkRTTs(c.Peers); err != nil {
+		return err
 	}
 	for _, p := range c.Pools {
 		if p.Model == "" || p.BlockSize <= 0 {
@@ -307,10 +311,11 @@ func poolID(dc string, p gateway.Pool) producer.PoolID {
 
 func (r *Relay) buildGateway() error {
 	cfg := r.cfg
-	remotes := make([]gateway.Remote, 0, len(cfg.Peers))
+	peers := groupPeers(cfg.Peers)
+	remotes := make([]gateway.Remote, 0, len(peers))
 	dcs := []string{cfg.DC}
-	for _, p := range cfg.Peers {
-		remotes = append(remotes, gateway.Remote{DC: p.DC, URL: p.GatewayURL, WANRTT: p.WANRTT})
+	for _, p := range peers {
+		remotes = append(remotes, p.remote())
 		dcs = append(dcs, p.DC)
 	}
 	local := gateway.RefsIndex{}
@@ -489,8 +494,8 @@ func (r *Relay) openRegistry(ctx context.Context) (*fleet.Plane, func(), error) 
 // session summary.
 func (r *Relay) addLanes() ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
-	for _, p := range r.cfg.Peers {
-		cc, err := grpc.NewClient(p.PublishAddr, publish.DialOptions(r.wanClient)...)
+	for _, p := range groupPeers(r.cfg.Peers) {
+		cc, err := r.dialPeer(p)
 		if err != nil {
 			return conns, fmt.Errorf("peers: %s: %w", p.DC, err)
 		}
