@@ -82,6 +82,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
+	f.registerSecurity(fs)
 	f.log.register(fs)
 }
 

@@ -20,6 +20,11 @@ type Security struct {
 	ResyncBackoffs prometheus.Counter
 }
 
+// Register registers the counters on r (a relay's gateway registry).
+func (s *Security) Register(r prometheus.Registerer) {
+	r.MustRegister(s.Refusals, s.EventsRefused, s.ResyncBackoffs)
+}
+
 // NewSecurity builds the security counters, registered on r when r is
 // not nil.
 func NewSecurity(r prometheus.Registerer) *Security {
@@ -32,7 +37,7 @@ func NewSecurity(r prometheus.Registerer) *Security {
 			Help: "Resyncs of an engine rank refused because its previous resyncs made no progress."}),
 	}
 	if r != nil {
-		r.MustRegister(s.Refusals, s.EventsRefused, s.ResyncBackoffs)
+		s.Register(r)
 	}
 	return s
 }
