@@ -178,7 +178,7 @@ func (n *Node) run(ctx context.Context) error {
 		defer cl.close()
 		idx = cl.idx
 		if !n.cfg.Dispatch.ApproximateMode {
-			plIdx = newRaftIngest(cl.cn, cl.batcher, n.log)
+			plIdx = newRaftIngest(cl.cn, cl.batcher, n.log, n.metrics.Sec())
 		}
 		if cl.sessions != nil {
 			opts = append(opts, dispatch.WithBindings(raftBindings{s: cl.sessions, cn: cl.cn}))
