@@ -103,15 +103,24 @@ func (n *Node) CaughtUp() bool {
 }
 
 // Join adds a member; on a follower it relays the call to the leader.
+// A member of another DC is refused on every node, and the leader adds
+// no member before it has asked the new member itself who it is
+// (vetCandidate).
 func (s *adminServer) Join(ctx context.Context, req *kvrpb.AdminJoinRequest) (*kvrpb.AdminJoinResponse, error) {
 	if req.GetId() == "" || req.GetRaftAddr() == "" || req.GetApiAddr() == "" {
 		return nil, status.Error(codes.InvalidArgument, "join: id, raft_addr and api_addr are required")
+	}
+	if err := s.n.checkJoiner(ctx, req); err != nil {
+		return nil, err
 	}
 	if leader, err := s.relay(ctx); err != nil || leader != nil {
 		if err != nil {
 			return nil, err
 		}
 		return leader.Join(ctx, req)
+	}
+	if err := s.n.vetCandidate(ctx, req); err != nil {
+		return nil, err
 	}
 	p := Peer{ID: req.GetId(), RaftAddr: req.GetRaftAddr(), APIAddr: req.GetApiAddr()}
 	var err error
@@ -163,25 +172,37 @@ func (s *adminServer) relay(ctx context.Context) (kvrpb.ClusterAdminClient, erro
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	return relayClient{kvrpb.NewClusterAdminClient(cc), s.n.cfg.NodeID}, nil
+	md, _ := metadata.FromIncomingContext(ctx)
+	return relayClient{kvrpb.NewClusterAdminClient(cc), s.n.cfg.NodeID, md.Get(JoinTokenKey)}, nil
 }
 
-// relayClient marks its calls as relayed.
+// relayClient marks its calls as relayed, and passes the caller's join
+// token on: without TLS the leader cannot tell a member's relay from a
+// forged one, so it checks the operator's credential itself.
 type relayClient struct {
-	c    kvrpb.ClusterAdminClient
-	from string
+	c     kvrpb.ClusterAdminClient
+	from  string
+	token []string
+}
+
+func (r relayClient) mark(ctx context.Context) context.Context {
+	ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from)
+	if len(r.token) == 1 {
+		ctx = metadata.AppendToOutgoingContext(ctx, JoinTokenKey, r.token[0])
+	}
+	return ctx
 }
 
 func (r relayClient) Status(ctx context.Context, in *kvrpb.AdminStatusRequest, o ...grpc.CallOption) (*kvrpb.AdminStatusResponse, error) {
-	return r.c.Status(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+	return r.c.Status(r.mark(ctx), in, o...)
 }
 
 func (r relayClient) Join(ctx context.Context, in *kvrpb.AdminJoinRequest, o ...grpc.CallOption) (*kvrpb.AdminJoinResponse, error) {
-	return r.c.Join(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+	return r.c.Join(r.mark(ctx), in, o...)
 }
 
 func (r relayClient) Leave(ctx context.Context, in *kvrpb.AdminLeaveRequest, o ...grpc.CallOption) (*kvrpb.AdminLeaveResponse, error) {
-	return r.c.Leave(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from), in, o...)
+	return r.c.Leave(r.mark(ctx), in, o...)
 }
 
 // adminStatus maps a membership error to a gRPC status.
@@ -221,6 +242,7 @@ func (n *Node) SyncPeerAPIs(ctx context.Context, interval time.Duration) {
 		if err != nil {
 			continue
 		}
+		n.pruneAPIs(members)
 		for _, m := range members {
 			if m.ID == raft.ServerID(n.cfg.NodeID) || n.apiAddr(m.ID) == "" {
 				continue
@@ -246,6 +268,27 @@ func (n *Node) learnAPIs(ctx context.Context, id raft.ServerID) {
 		if m.GetApiAddr() != "" && n.apiAddr(raft.ServerID(m.GetId())) == "" {
 			n.SetPeerAPI(m.GetId(), m.GetApiAddr())
 			n.log.Info("learnt a member's cluster API address", "member", m.GetId(), "api_addr", m.GetApiAddr())
+		}
+	}
+}
+
+// pruneAPIs forgets the addresses of servers that are no longer members,
+// once this node is one (a node still joining knows the members it asked
+// and is in no configuration yet): a member that left and rejoins on a
+// new address is then learnt anew.
+func (n *Node) pruneAPIs(members []raft.Server) {
+	in := make(map[raft.ServerID]bool, len(members))
+	for _, m := range members {
+		in[m.ID] = true
+	}
+	if !in[raft.ServerID(n.cfg.NodeID)] {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id := range n.apis {
+		if !in[id] {
+			delete(n.apis, id)
 		}
 	}
 }

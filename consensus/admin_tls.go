@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,20 +10,27 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/internal/mtls"
 )
 
 // tlsStreamLayer is raft's stream layer over TLS: the transport raft's
 // NetworkTransport runs on when the cluster network is not trusted.
 type tlsStreamLayer struct {
-	ln     net.Listener
-	client *tls.Config
+	ln       net.Listener
+	client   *tls.Config
+	memberAt func(raft.ServerAddress) string
 }
 
 // NewTLSTransport returns a raft transport on addr whose connections are
 // TLS: server authenticates (and, with ClientAuth set in server, verifies
-// peers' certificates), client dials. maxPool and timeout are raft's
-// NetworkTransport parameters; its warnings go to log as node's.
-func NewTLSTransport(addr string, server, client *tls.Config, maxPool int, timeout time.Duration, log *slog.Logger, node string) (*raft.NetworkTransport, error) {
+// peers' certificates), client dials. memberAt, when not nil, names the
+// member expected at a raft address (Node.MemberAt): a dialled server
+// whose certificate names another member is refused, so a member's
+// certificate cannot stand in for another's address. maxPool and timeout
+// are raft's NetworkTransport parameters; its warnings go to log as
+// node's.
+func NewTLSTransport(addr string, server, client *tls.Config, memberAt func(raft.ServerAddress) string, maxPool int, timeout time.Duration, log *slog.Logger, node string) (*raft.NetworkTransport, error) {
 	if server == nil || client == nil {
 		return nil, errors.New("consensus: tls transport needs a server and a client config")
 	}
@@ -33,7 +41,7 @@ func NewTLSTransport(addr string, server, client *tls.Config, maxPool int, timeo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return raft.NewNetworkTransportWithLogger(&tlsStreamLayer{ln: ln, client: client}, maxPool, timeout, newHclogAdapter(log, node)), nil
+	return raft.NewNetworkTransportWithLogger(&tlsStreamLayer{ln: ln, client: client, memberAt: memberAt}, maxPool, timeout, newHclogAdapter(log, node)), nil
 }
 
 func (s *tlsStreamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
@@ -43,5 +51,35 @@ func (s *tlsStreamLayer) Addr() net.Addr            { return s.ln.Addr() }
 // Dial implements raft.StreamLayer.
 func (s *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
-	return tls.DialWithDialer(d, "tcp", string(address), s.client)
+	return tls.DialWithDialer(d, "tcp", string(address), s.expect(address))
+}
+
+// expect is the client configuration for a dial of address: it also
+// checks the member name when memberAt knows it.
+func (s *tlsStreamLayer) expect(address raft.ServerAddress) *tls.Config {
+	if s.memberAt == nil {
+		return s.client
+	}
+	want := s.memberAt(address)
+	if want == "" {
+		return s.client
+	}
+	c := s.client.Clone()
+	prev := c.VerifyConnection
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if prev != nil {
+			if err := prev(cs); err != nil {
+				return err
+			}
+		}
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("raft peer presented no certificate")
+		}
+		id, err := mtls.IdentityOf(cs.PeerCertificates[0])
+		if err != nil || id.Name != want {
+			return fmt.Errorf("raft peer at %s is not member %s (certificate: %v)", address, want, cmp.Or(error(err), errors.New(id.String())))
+		}
+		return nil
+	}
+	return c
 }

@@ -89,10 +89,16 @@ func (b *Batcher) Add(events []routing.Event) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	size := len(data)
-	if size > b.cfg.EntryBytes {
+	if size := len(data); size > b.cfg.EntryBytes {
 		return fmt.Errorf("%w: batch of %d bytes over an entry's %d", ErrTooLarge, size, b.cfg.EntryBytes)
 	}
+	return b.push(data)
+}
+
+// push appends one encoded batch to the pending ones, and wakes the
+// flusher once an entry's worth is pending.
+func (b *Batcher) push(data []byte) error {
+	size := len(data)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+size > b.cfg.BacklogBytes {

@@ -26,8 +26,8 @@ func BenchmarkBindCommit(b *testing.B) {
 		name  string
 		start func(b *testing.B) *Node
 	}{
-		{"tcp-pebble", func(b *testing.B) *Node { return newTCPCluster(b, 3, true) }},
-		{"tcp-mem", func(b *testing.B) *Node { return newTCPCluster(b, 3, false) }},
+		{"tcp-pebble", func(b *testing.B) *Node { return newTCPCluster(b, 3, true, tcpTransport) }},
+		{"tcp-mem", func(b *testing.B) *Node { return newTCPCluster(b, 3, false, tcpTransport) }},
 		{"inmem", func(b *testing.B) *Node {
 			c := newClusterWith(b, 3, benchConfig)
 			return c.nodes[c.leader()]
@@ -71,19 +71,25 @@ func benchBinds(b *testing.B, leader *Node, clients int) {
 	reportQuantiles(b, lat)
 }
 
-// newTCPCluster starts n nodes over raft's TCP transport on loopback,
-// with Pebble raft logs in a temporary directory when pebble is set, and
-// returns the ready leader. Cleanup shuts every raft down before closing
-// the transports and stores.
-func newTCPCluster(b *testing.B, n int, pebble bool) *Node {
+// tcpTransport is raft's plain TCP transport on a loopback port.
+func tcpTransport(b *testing.B, _ string) *raft.NetworkTransport {
+	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// newTCPCluster starts n nodes over the transports mk makes (given each
+// node's id) on loopback, with Pebble raft logs in a temporary directory
+// when pebble is set, and returns the ready leader. Cleanup shuts every
+// raft down before closing the transports and stores.
+func newTCPCluster(b *testing.B, n int, pebble bool, mk func(b *testing.B, id string) *raft.NetworkTransport) *Node {
 	b.Helper()
 	var trans []*raft.NetworkTransport
 	var peers []Peer
 	for i := range n {
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-		if err != nil {
-			b.Fatal(err)
-		}
+		tr := mk(b, fmt.Sprintf("n%d", i))
 		trans = append(trans, tr)
 		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i), RaftAddr: string(tr.LocalAddr()), APIAddr: "passthrough:///none"})
 	}

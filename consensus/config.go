@@ -75,6 +75,8 @@ type Config struct {
 	// DialOptions are used to reach the leader's forwarding service; the
 	// default is no transport security, for a DC-local cluster network.
 	DialOptions []grpc.DialOption
+	// Auth says who may call the cluster API (see authz.go).
+	Auth Auth
 }
 
 // Defaults.

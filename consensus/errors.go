@@ -30,6 +30,10 @@ var (
 	// ErrForwardLoop is returned when a forwarded call reaches a node that
 	// is not the leader: a call is forwarded at most once.
 	ErrForwardLoop = errors.New("consensus: forwarded call reached a follower")
+	// ErrUnauthorized is returned for a call the cluster API refused: a
+	// forwarded command from a non-member, a membership change without an
+	// operator credential, a member of another DC. Nothing was proposed.
+	ErrUnauthorized = errors.New("consensus: caller not authorized")
 	// ErrHalted is the corruption class: the FSM met an entry it cannot
 	// decode, which means nodes may diverge, and it applies nothing more.
 	// The node must be restored from a snapshot of a healthy peer.

@@ -33,6 +33,7 @@ var statusTable = []struct {
 	{ErrTooLarge, codes.OutOfRange},
 	{ErrNotReady, codes.FailedPrecondition},
 	{ErrForwardLoop, codes.Aborted},
+	{ErrUnauthorized, codes.PermissionDenied},
 	{ErrNoLeader, codes.Aborted},
 	{ErrHalted, codes.DataLoss},
 	{ErrIndeterminate, codes.Unknown},

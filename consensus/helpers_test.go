@@ -88,8 +88,9 @@ func newClusterWith(t testing.TB, n int, adjust func(*Config)) *testCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := grpc.NewServer()
+		srv := grpc.NewServer(node.ServerOptions()...)
 		node.RegisterForwarding(srv)
+		node.RegisterAdmin(srv)
 		go func() { _ = srv.Serve(c.lis[fmt.Sprintf("api-%d", i)]) }()
 		c.nodes, c.srvs = append(c.nodes, node), append(c.srvs, srv)
 	}

@@ -40,10 +40,37 @@ func (n *Node) AddNonvoter(p Peer) error {
 	return membershipError("adding nonvoter", p.ID, err)
 }
 
-// RemoveServer removes a member; it must run on the leader.
+// RemoveServer removes a member; it must run on the leader. Its
+// forwarding address is forgotten, so that a member that rejoins on
+// another address is listed with its new one.
 func (n *Node) RemoveServer(id string) error {
 	err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error()
+	if err == nil {
+		n.forgetPeerAPI(raft.ServerID(id))
+	}
 	return membershipError("removing server", id, err)
+}
+
+// forgetPeerAPI drops a former member's forwarding address.
+func (n *Node) forgetPeerAPI(id raft.ServerID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.apis, id)
+}
+
+// MemberAt names the member of the configuration at raft address addr;
+// empty when none is.
+func (n *Node) MemberAt(addr raft.ServerAddress) string {
+	members, err := n.Members()
+	if err != nil {
+		return ""
+	}
+	for _, m := range members {
+		if m.Address == addr {
+			return string(m.ID)
+		}
+	}
+	return ""
 }
 
 // Members returns the current configuration's servers.

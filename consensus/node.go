@@ -60,6 +60,9 @@ type Node struct {
 	closing bool
 	down    chan struct{}
 
+	// sec counts refused calls and events; nil counts nothing.
+	sec *metrics.Security
+
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
 	conns  map[string]*grpc.ClientConn
@@ -87,6 +90,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	}
 	n.fsm = NewFSM(deps.State, deps.Index, n.log)
 	n.fsm.metrics = deps.Metrics
+	n.sec = deps.Metrics.Sec()
 	rc := cfg.raftConfig()
 	if n.fsm.durable != nil {
 		if err := n.fsm.restoreNewer(deps.Snapshots); err != nil {

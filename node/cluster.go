@@ -9,12 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -47,8 +51,15 @@ type ClusterConfig struct {
 	// TLSCert, TLSKey and TLSCA (cluster_tls_cert, cluster_tls_key,
 	// cluster_tls_ca) turn on mutual TLS for raft's transport and the
 	// cluster API; all three or none. Without them both are plaintext,
-	// for a trusted DC-local network.
+	// for a trusted DC-local network (loopback, or with --insecure). Each
+	// certificate names its holder as kvr://<dc>/member/<node_id> (see
+	// internal/mtls).
 	TLSCert, TLSKey, TLSCA string
+	// JoinTokenFile (cluster_join_token_file) holds the operator
+	// credential of membership changes: members accept a join or leave
+	// that carries it, and a node started with join presents it. Without
+	// it (and without TLS) only loopback callers may change membership.
+	JoinTokenFile string
 	// HeartbeatTimeout and ElectionTimeout are raft's (default 1 s each).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
@@ -137,6 +148,8 @@ type cluster struct {
 	// client credentials.
 	trans *raft.NetworkTransport
 	creds credentials.TransportCredentials
+	// joinToken is presented by join.
+	joinToken string
 }
 
 // peerSyncInterval is how often a member refreshes its directory of the
@@ -173,17 +186,29 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	}
 	creds := insecure.NewCredentials()
 	var srvOpts []grpc.ServerOption
+	auth := consensus.Auth{TLS: cc.tlsEnabled()}
+	if auth.JoinToken, err = ReadJoinToken(cc.JoinTokenFile); err != nil {
+		return nil, err
+	}
+	c.joinToken = auth.JoinToken
+	var cnRef atomic.Pointer[consensus.Node]
 	if cc.tlsEnabled() {
-		server, client, err := ClusterTLS(cc.TLSCert, cc.TLSKey, cc.TLSCA)
+		links, err := loadClusterLinks(&cc, n.cfg.DC, n.cfg.NodeID, n.metrics.Sec())
 		if err != nil {
 			return nil, err
 		}
-		if c.trans, err = consensus.NewTLSTransport(cc.RaftAddr, server, client, 3, consensus.DefaultApplyTimeout, n.log, n.cfg.NodeID); err != nil {
+		memberAt := func(a raft.ServerAddress) string {
+			if cn := cnRef.Load(); cn != nil {
+				return cn.MemberAt(a)
+			}
+			return ""
+		}
+		if c.trans, err = consensus.NewTLSTransport(cc.RaftAddr, links.raftServer, links.raftClient, memberAt, 3, consensus.DefaultApplyTimeout, n.log, n.cfg.NodeID); err != nil {
 			return nil, fmt.Errorf("raft_addr: %w", err)
 		}
 		deps.Transport = c.trans
-		creds = credentials.NewTLS(client)
-		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(server)))
+		creds = credentials.NewTLS(links.apiClient)
+		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(links.apiServer)))
 	}
 	c.creds = creds
 	ln, err := net.Listen("tcp", cc.APIAddr)
@@ -197,12 +222,14 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 		LeaderLeaseTimeout: min(cc.HeartbeatTimeout, 500*time.Millisecond),
 		Logger:             n.log,
 		DialOptions:        []grpc.DialOption{grpc.WithTransportCredentials(creds)},
+		Auth:               auth,
 	}, deps)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
-	c.srv = grpc.NewServer(srvOpts...)
+	cnRef.Store(c.cn)
+	c.srv = grpc.NewServer(append(srvOpts, c.cn.ServerOptions()...)...)
 	c.cn.RegisterForwarding(c.srv)
 	c.cn.RegisterAdmin(c.srv)
 	c.cn.RegisterBackup(c.srv)
@@ -222,7 +249,8 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	c.wg.Go(func() { c.batcher.Run(bctx) })
 	c.wg.Go(func() { c.cn.SyncPeerAPIs(bctx, peerSyncInterval) })
 	if cc.Join != "" {
-		if err := c.join(ctx, cc.Join, n.cfg.NodeID, cc.RaftAddr, cc.APIAddr); err != nil {
+		req := &kvrpb.AdminJoinRequest{Id: n.cfg.NodeID, RaftAddr: cc.RaftAddr, ApiAddr: cc.APIAddr, Dc: n.cfg.DC}
+		if err := c.join(ctx, cc.Join, req); err != nil {
 			return nil, err
 		}
 	}
@@ -234,13 +262,17 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 // join asks the member at addr to add this node, retrying until it is in
 // the configuration or ctx ends. A node that is already a member (a
 // restart) finds itself in the first answer and does nothing.
-func (c *cluster) join(ctx context.Context, addr, id, raftAddr, apiAddr string) error {
+func (c *cluster) join(ctx context.Context, addr string, req *kvrpb.AdminJoinRequest) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(c.creds))
 	if err != nil {
 		return fmt.Errorf("join %s: %w", addr, err)
 	}
 	defer conn.Close()
 	admin := kvrpb.NewClusterAdminClient(conn)
+	id := req.GetId()
+	if c.joinToken != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, c.joinToken)
+	}
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err := admin.Status(cctx, &kvrpb.AdminStatusRequest{})
@@ -254,12 +286,16 @@ func (c *cluster) join(ctx context.Context, addr, id, raftAddr, apiAddr string) 
 					c.cn.SetPeerAPI(m.GetId(), m.GetApiAddr())
 				}
 			}
-			_, err = admin.Join(cctx, &kvrpb.AdminJoinRequest{Id: id, RaftAddr: raftAddr, ApiAddr: apiAddr})
+			_, err = admin.Join(cctx, req)
 		}
 		cancel()
 		if err == nil {
 			c.log.Info("joined cluster", "via", addr)
 			return nil
+		}
+		if status.Code(err) == codes.PermissionDenied {
+			// A refusal will not change by retrying: say so and stop.
+			return fmt.Errorf("join %s: %w", addr, err)
 		}
 		c.log.Warn("join failed; retrying", "via", addr, "attempt", attempt, "err", err)
 		select {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,9 +10,9 @@ import (
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/fleet"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
-	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
 // raftIngest is the event plane's index on a cluster member: KV events go
@@ -33,10 +34,16 @@ type raftIngest struct {
 	cn  *consensus.Node
 	b   *consensus.Batcher
 	log *slog.Logger
+	sec *metrics.Security
+	now func() time.Time
 
 	mu      sync.Mutex
 	epoch   uint64
 	cursors map[routing.Worker]uint64
+	// gates hold each rank's resync backoff; warned the ranks whose
+	// oversized events were logged (once per rank).
+	gates  map[routing.Worker]*resyncGate
+	warned map[routing.Worker]bool
 }
 
 var (
@@ -44,8 +51,19 @@ var (
 	_ fleet.Gate  = (*raftIngest)(nil)
 )
 
-func newRaftIngest(cn *consensus.Node, b *consensus.Batcher, log *slog.Logger) *raftIngest {
-	return &raftIngest{cn: cn, b: b, log: log, cursors: map[routing.Worker]uint64{}}
+func newRaftIngest(cn *consensus.Node, b *consensus.Batcher, log *slog.Logger, sec *metrics.Security) *raftIngest {
+	return &raftIngest{cn: cn, b: b, log: log, sec: sec, now: time.Now, cursors: map[routing.Worker]uint64{},
+		gates: map[routing.Worker]*resyncGate{}, warned: map[routing.Worker]bool{}}
+}
+
+// gate is w's resync gate.
+func (r *raftIngest) gate(w routing.Worker) *resyncGate {
+	g, ok := r.gates[w]
+	if !ok {
+		g = &resyncGate{}
+		r.gates[w] = g
+	}
+	return g
 }
 
 // resyncTimeout bounds the raft writes of one resync or removal, which
@@ -103,15 +121,35 @@ func (r *raftIngest) ApplyRun(events []routing.Event) (int, error) {
 		}
 		cur = events[n].ID
 	}
-	// A drained resync buffer may be longer than one wire batch.
-	for lo := 0; lo < n; lo += wire.MaxEventsPerBatch {
-		hi := min(lo+wire.MaxEventsPerBatch, n)
-		if err := r.b.Add(events[lo:hi]); err != nil {
-			return lo, err
-		}
-		r.cursors[w] = events[hi-1].ID
+	if n == 0 {
+		return 0, stop
+	}
+	// Batches are cut by encoded bytes; a drained resync buffer may also
+	// be longer than one wire batch.
+	k, err := r.b.AddRun(events[:n])
+	if k > 0 {
+		r.cursors[w] = events[k-1].ID
+	}
+	if errors.Is(err, consensus.ErrEventTooLarge) {
+		r.tooLarge(w, err)
+	}
+	if err != nil {
+		return k, err
 	}
 	return n, stop
+}
+
+// tooLarge counts an event no entry can carry, logs the first of each
+// rank, and holds the rank's next resyncs back: the gap it leaves is
+// resynced, and a rank that keeps sending such events would otherwise
+// write its snapshot into the log again at each one.
+func (r *raftIngest) tooLarge(w routing.Worker, err error) {
+	r.sec.EventRefused("too_large")
+	r.gate(w).refused()
+	if !r.warned[w] {
+		r.warned[w] = true
+		r.log.Warn("KV event refused: larger than any raft entry (logged once per engine rank)", "worker", w.String(), "err", err)
+	}
 }
 
 // ReplaceWorker implements fleet.Index: the batcher's queued events
@@ -124,6 +162,16 @@ func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cur
 		return fmt.Errorf("%w: not the leader", consensus.ErrNoLeader)
 	}
 	r.sync()
+	g, now := r.gate(w), r.now()
+	if ok, wait := g.admit(now); !ok {
+		r.sec.ResyncBackoff()
+		if !g.reported {
+			g.reported = true
+			r.log.Warn("resync refused: the last one made no progress (logged once per backoff)", "worker", w.String(),
+				"backoff", g.backoff, "retry_in", wait)
+		}
+		return fmt.Errorf("%w: retry in %v", errResyncBackoff, wait)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), resyncTimeout)
 	defer cancel()
 	if _, err := r.b.Flush(ctx); err != nil {
@@ -133,6 +181,7 @@ func (r *raftIngest) ReplaceWorker(w routing.Worker, events []routing.Event, cur
 	if err := r.cn.ReplaceRank(ctx, w, events, cursor); err != nil {
 		return err
 	}
+	g.done(now)
 	r.cursors[w] = cursor
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/freeport"
+	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
@@ -331,10 +332,10 @@ func TestClusterOverMutualTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three raft nodes and engines; run without -short")
 	}
-	dir := t.TempDir()
-	pki := mtlstest.WritePKI(t, dir)
+	ca := mtlstest.NewCA(t, t.TempDir())
 	c := startDCCluster(t, 2, func(cfg *node.Config) {
-		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey, cfg.Cluster.TLSCA = pki.Cert, pki.Key, pki.CA
+		f := ca.Issue(t, mtls.Identity{DC: cfg.DC, Role: mtls.RoleMember, Name: cfg.NodeID})
+		cfg.Cluster.TLSCert, cfg.Cluster.TLSKey, cfg.Cluster.TLSCA = f.Cert, f.Key, f.CA
 	})
 	id := "tls-session"
 	want := c.complete(0, id, tokens(5, 64))

@@ -3,7 +3,10 @@ package node
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
+	"strings"
 
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
 )
 
@@ -25,4 +28,53 @@ func ClusterTLS(certFile, keyFile, caFile string) (server, client *tls.Config, e
 // requires all three together.
 func (c *ClusterConfig) tlsEnabled() bool {
 	return c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != ""
+}
+
+// clusterLinks are the TLS configurations of the cluster's links, each
+// authorizing its peers by certificate identity (kvr://<dc>/<role>/<id>):
+// raft accepts and dials members of the DC only; the cluster API lets in
+// the DC's members, relays and operators (its interceptors then decide
+// per method, see consensus.Auth) and its clients accept members only.
+type clusterLinks struct {
+	raftServer, raftClient *tls.Config
+	apiServer, apiClient   *tls.Config
+}
+
+// loadClusterLinks loads the cluster's TLS files and checks that this
+// node's own certificate names it as a member of its DC: a member that
+// would present another name would be refused by every peer.
+func loadClusterLinks(cc *ClusterConfig, dc, nodeID string, sec *metrics.Security) (*clusterLinks, error) {
+	server, client, err := ClusterTLS(cc.TLSCert, cc.TLSKey, cc.TLSCA)
+	if err != nil {
+		return nil, err
+	}
+	self := mtls.Identity{DC: dc, Role: mtls.RoleMember, Name: nodeID}
+	if id, err := mtls.IdentityOf(server.Certificates[0].Leaf); err != nil || id != self {
+		return nil, fmt.Errorf("%w: cluster_tls_cert: must name this node as %s (found %v, %v)", ErrConfig, self, id, err)
+	}
+	member := mtls.AcceptRoles(dc, mtls.RoleMember)
+	return &clusterLinks{
+		raftServer: mtls.Guard(server, member, func(r string) { sec.Refused("raft", r) }),
+		raftClient: mtls.VerifyServer(client, member),
+		apiServer: mtls.Guard(server, mtls.AcceptRoles(dc, mtls.RoleMember, mtls.RoleRelay, mtls.RoleOperator),
+			func(r string) { sec.Refused("cluster_api", r) }),
+		apiClient: mtls.VerifyServer(client, member),
+	}, nil
+}
+
+// ReadJoinToken reads a join token file; empty path, no token.
+func ReadJoinToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: cluster_join_token_file: %v", ErrConfig, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		// The token stays out of the message, which may be logged.
+		return "", fmt.Errorf("%w: cluster_join_token_file %s: want one token without spaces", ErrConfig, path)
+	}
+	return tok, nil
 }

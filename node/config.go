@@ -54,6 +54,8 @@ type Config struct {
 	// Cluster makes the node a member of its DC's raft cluster; off while
 	// Cluster.RaftAddr is empty.
 	Cluster ClusterConfig
+	// Exposure allows listeners on non-loopback addresses without TLS.
+	Exposure Exposure
 
 	// Engines (engine) declares engines that carry no kvrouter code, such
 	// as stock vLLM or SGLang servers: one entry per engine and

@@ -22,6 +22,7 @@ import (
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
+	"github.com/kvrouter/kvrouter/internal/secure"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/routing"
@@ -81,6 +82,9 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
+	if err := secure.Check(cfg.listeners(), cfg.Exposure.Insecure, log); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
 	var err error
 	if n.tls, err = n.edgeTLS(); err != nil {
@@ -175,7 +179,7 @@ func (n *Node) run(ctx context.Context) error {
 		defer cl.close()
 		idx = cl.idx
 		if !n.cfg.Dispatch.ApproximateMode {
-			plIdx = newRaftIngest(cl.cn, cl.batcher, n.log)
+			plIdx = newRaftIngest(cl.cn, cl.batcher, n.log, n.metrics.Sec())
 		}
 		if cl.sessions != nil {
 			opts = append(opts, dispatch.WithBindings(raftBindings{s: cl.sessions, cn: cl.cn}))

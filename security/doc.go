@@ -1,9 +1,13 @@
-// Package security is kvrouter's multi-process security suite: each test
-// reproduces an attack on a DC (on the router cluster, the engines'
-// registration, the relays or the HTTP edges) against real kvrouter
-// processes on loopback, and asserts that it fails and that it shows in a
-// metric. It holds tests only and is never linked into the product.
+// Package security is the multi-process security suite: each test starts
+// real kvrouter processes (the binary TestMain builds once) on loopback
+// and mounts one attack from the threat model in docs/security.md, which
+// must fail and must show up in the attacked process's metrics.
 //
-// The suite runs in `make test` in a short form; `go test -short` skips
-// its multi-process tests.
+// Files: harness_test.go is the shared harness (the binary, processes,
+// free addresses, metric scrapes); each area's attacks live in files named
+// after it (cluster_*_test.go for the raft cluster and the relays, engines_*_test.go
+// for the engines' registration, edges_*_test.go for the HTTP edges). The
+// suite is short enough for `make test`.
+//
+// It is never linked into the product binary: it holds only tests.
 package security

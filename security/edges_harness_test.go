@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,29 +13,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/freeport"
 )
-
-// edgesBinary returns the kvrouter binary to attack: $KVROUTER_BIN when
-// set (a binary the suite built once), else one built into the test's
-// directory. The build is most of this suite's time on a busy machine.
-func edgesBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("KVROUTER_BIN"); bin != "" {
-		return bin
-	}
-	start := time.Now()
-	defer func() { t.Logf("built kvrouter in %v", time.Since(start).Round(time.Millisecond)) }()
-	bin := filepath.Join(t.TempDir(), "kvrouter")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", bin, "github.com/kvrouter/kvrouter/cmd/kvrouter")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("building kvrouter: %v", err)
-	}
-	return bin
-}
 
 // edgesNode is one `kvrouter node` process on loopback, its logs
 // captured.

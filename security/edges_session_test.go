@@ -24,7 +24,7 @@ func TestUnauthenticatedSessionDeleteFails(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte(operator+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := startEdgesNode(t, edgesBinary(t), "--api-key", clientKey, "--operator-token-file", tokens,
+	n := startEdgesNode(t, binary, "--api-key", clientKey, "--operator-token-file", tokens,
 		"--session-affinity-ttl", "1m")
 	attacks := []struct {
 		name, method, bearer string

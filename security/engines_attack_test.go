@@ -23,7 +23,7 @@ func TestEngineAttacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	bin := engBuild(t, t.TempDir())
+	bin := binary
 	t.Run("impersonation", func(t *testing.T) { testImpersonation(t, bin) })
 	t.Run("card flood", func(t *testing.T) { testCardFlood(t, bin) })
 }
@@ -35,7 +35,7 @@ func forgedCard(id, incarnation uint64, url string) *kvrpb.WorkerCard {
 		Incarnation: incarnation, Version: kvrpb.Version, Device: kvrpb.DeviceKind_DEVICE_KIND_GPU}
 }
 
-func publish(t *testing.T, nc *nats.Conn, subject string, m proto.Message) {
+func natsPublish(t *testing.T, nc *nats.Conn, subject string, m proto.Message) {
 	t.Helper()
 	data, err := proto.Marshal(m)
 	if err != nil {
@@ -83,10 +83,10 @@ func testImpersonation(t *testing.T, bin string) {
 	forged := forgedCard(1, 0xbad, trap.URL)
 	hb := &kvrpb.Heartbeat{EngineId: 1, Incarnation: forged.Incarnation, CardChecksum: forged.Checksum}
 	for range 10 {
-		publish(t, nc, kvrpb.SubjectRegister(engDC, 1), forged)
-		publish(t, nc, kvrpb.SubjectRegister(engDC, 99), forged)
-		publish(t, nc, kvrpb.SubjectHeartbeat(engDC, 1), hb)
-		publish(t, nc, kvrpb.SubjectHeartbeat(engDC, 99), hb)
+		natsPublish(t, nc, kvrpb.SubjectRegister(engDC, 1), forged)
+		natsPublish(t, nc, kvrpb.SubjectRegister(engDC, 99), forged)
+		natsPublish(t, nc, kvrpb.SubjectHeartbeat(engDC, 1), hb)
+		natsPublish(t, nc, kvrpb.SubjectHeartbeat(engDC, 99), hb)
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = nc.Flush()
@@ -142,7 +142,7 @@ func testCardFlood(t *testing.T, bin string) {
 	start := time.Now()
 	for i := range flood {
 		id := uint64(100_000 + i)
-		publish(t, nc, kvrpb.SubjectRegister(engDC, id), forgedCard(id, 1, fmt.Sprintf("http://127.0.0.1:1/forged/%d", i)))
+		natsPublish(t, nc, kvrpb.SubjectRegister(engDC, id), forgedCard(id, 1, fmt.Sprintf("http://127.0.0.1:1/forged/%d", i)))
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +20,6 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
-	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 )
@@ -31,30 +29,6 @@ const engModel = "sec-model"
 
 // engDC is the DC of these tests.
 const engDC = "dc1"
-
-// engBuild builds the kvrouter binary into dir.
-func engBuild(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "kvrouter")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/kvrouter/kvrouter/cmd/kvrouter").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building kvrouter: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func engAddr(t *testing.T) string {
-	t.Helper()
-	a, err := freeport.Loopback()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
 
 // engNode is one `kvrouter node` process: a single-member raft cluster
 // with its embedded NATS server, hard session affinity, and its log in a
@@ -71,8 +45,8 @@ type engNode struct {
 func startEngNode(t *testing.T, bin string, extra ...string) *engNode {
 	t.Helper()
 	dir := t.TempDir()
-	n := &engNode{t: t, http: engAddr(t), nats: engAddr(t), log: filepath.Join(dir, "node.log"), exited: make(chan struct{})}
-	raft, api := engAddr(t), engAddr(t)
+	n := &engNode{t: t, http: freeAddr(t), nats: freeAddr(t), log: filepath.Join(dir, "node.log"), exited: make(chan struct{})}
+	raft, api := freeAddr(t), freeAddr(t)
 	args := append([]string{"node", "--dc", engDC, "--node-id", "n1", "--http-addr", n.http,
 		"--nats", "embedded", "--nats-listen", n.nats, "--raft-addr", raft, "--cluster-api-addr", api,
 		"--data-dir", filepath.Join(dir, "data"), "--peers", "n1=" + raft + "/" + api, "--bootstrap",

@@ -12,7 +12,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
+	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/node"
 
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -23,6 +26,7 @@ type clusterFlags struct {
 	addr                string
 	timeout             time.Duration
 	tlsCert, tlsKey, ca string
+	tokenFile           string
 }
 
 // call runs fn against the member at --addr under --timeout.
@@ -46,13 +50,22 @@ func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, fun
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		creds = credentials.NewTLS(client)
+		creds = credentials.NewTLS(mtls.VerifyServer(client, mtls.AcceptRoles("", mtls.RoleMember)))
 	}
 	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("--addr %s: %w", f.addr, err)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	if f.tokenFile != "" {
+		tok, err := node.ReadJoinToken(f.tokenFile)
+		if err != nil {
+			cancel()
+			_ = conn.Close()
+			return nil, nil, nil, nil, err
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok)
+	}
 	return kvrpb.NewClusterAdminClient(conn), func() { _ = conn.Close() }, ctx, cancel, nil
 }
 
@@ -62,13 +75,16 @@ func newClusterCmd() *cobra.Command {
 		Use:   "cluster",
 		Short: "Inspect and change a DC's router cluster: status, join, leave, backup, restore",
 		Long: `cluster talks to a router node's cluster API (--cluster-api-addr of kvrouter node).
-Join and leave may be sent to any member: a follower relays them to the leader.`,
+Join and leave may be sent to any member: a follower relays them to the leader.
+They need an operator credential: an operator certificate (--tls-cert naming
+kvr://<dc>/operator/<name>) or the cluster's join token (--join-token-file).`,
 	}
 	cmd.PersistentFlags().StringVar(&f.addr, "addr", "127.0.0.1:7100", "cluster API address of any member")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 10*time.Second, "deadline of the call")
 	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "client certificate for a cluster with mutual TLS (with --tls-key and --tls-ca)")
 	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "private key of --tls-cert")
 	cmd.PersistentFlags().StringVar(&f.ca, "tls-ca", "", "CA certificate of the cluster")
+	cmd.PersistentFlags().StringVar(&f.tokenFile, "join-token-file", "", "file holding the cluster's join token (--cluster-join-token-file of the nodes): the operator credential of join and leave without an operator certificate")
 
 	var asJSON bool
 	status := &cobra.Command{
@@ -107,6 +123,7 @@ Join and leave may be sent to any member: a follower relays them to the leader.`
 	joinCmd.Flags().StringVar(&join.RaftAddr, "raft-addr", "", "the new member's raft address")
 	joinCmd.Flags().StringVar(&join.ApiAddr, "api-addr", "", "the new member's cluster API address")
 	joinCmd.Flags().BoolVar(&join.Nonvoter, "nonvoter", false, "add a member that replicates without voting")
+	joinCmd.Flags().StringVar(&join.Dc, "dc", "", "the new member's DC; the leader refuses a member of another DC (it also asks the member itself)")
 
 	var leaveID string
 	leave := &cobra.Command{

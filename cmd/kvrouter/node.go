@@ -85,6 +85,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerNATS(fs)
 	f.registerEdges(fs)
 	f.registerOps(fs)
+	f.registerSecurity(fs)
 	f.log.register(fs)
 }
 

@@ -63,6 +63,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer files, so text prompts are searched by the engines' token blocks (without one a text prompt is served locally)")
 	f.registerNATS(fs)
 	f.registerEdges(fs)
+	f.registerSecurity(fs)
 	f.log.register(fs)
 }
 

@@ -68,6 +68,8 @@ type Metrics struct {
 	RaftIndexErrors prometheus.Counter
 
 	EngineSecurity
+	// Security counts refused attacks (see cluster_security.go).
+	Security *Security
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -112,6 +114,7 @@ func New() *Metrics {
 	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
 	f(m.RaftIndexErrors)
 	m.registerEngineSecurity(f)
+	m.Security = NewSecurity(r)
 	return m
 }
 

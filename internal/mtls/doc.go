@@ -11,6 +11,15 @@
 // names). Both require TLS 1.3. Errors name the configuration keys of the
 // files, as "<prefix>_cert", "<prefix>_key" and "<prefix>_ca".
 //
+// Identities. A certificate names its holder in one URI SAN,
+// kvr://<dc>/<role>/<name> (roles: member, relay, operator). Guard makes a
+// server configuration verify each client's chain and identity itself and
+// report every refusal with a reason label (no_certificate,
+// untrusted_certificate, no_identity, wrong_role, wrong_dc, wrong_name),
+// so that each link counts who it turned away; VerifyServer makes a
+// client check the identity of the server it dialled. PeerIdentity reads
+// the verified identity of a gRPC call.
+//
 // What it refuses to do: the configurations of Load are not reloaded
 // (restart to rotate them; the client-facing certificates of the edges
 // are, by Reloader in reload.go) and does not accept a CA bundle without a certificate.

@@ -294,7 +294,11 @@ type AdminJoinRequest struct {
 	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
 	ApiAddr  string                 `protobuf:"bytes,3,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
 	// nonvoter adds a member that replicates without voting.
-	Nonvoter      bool `protobuf:"varint,4,opt,name=nonvoter,proto3" json:"nonvoter,omitempty"`
+	Nonvoter bool `protobuf:"varint,4,opt,name=nonvoter,proto3" json:"nonvoter,omitempty"`
+	// dc is the DC the new member serves; the leader refuses a member of
+	// another DC. Empty (an operator's request) leaves the check to the
+	// leader's probe of the new member's status.
+	Dc            string `protobuf:"bytes,5,opt,name=dc,proto3" json:"dc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -355,6 +359,13 @@ func (x *AdminJoinRequest) GetNonvoter() bool {
 		return x.Nonvoter
 	}
 	return false
+}
+
+func (x *AdminJoinRequest) GetDc() string {
+	if x != nil {
+		return x.Dc
+	}
+	return ""
 }
 
 type AdminJoinResponse struct {
@@ -516,12 +527,13 @@ const file_proto_kvr_v1_admin_proto_rawDesc = "" +
 	"\x05ready\x18\v \x01(\bR\x05ready\x12\x1a\n" +
 	"\bsessions\x18\f \x01(\x04R\bsessions\x12\x1d\n" +
 	"\n" +
-	"state_hash\x18\r \x01(\x04R\tstateHash\"v\n" +
+	"state_hash\x18\r \x01(\x04R\tstateHash\"\x86\x01\n" +
 	"\x10AdminJoinRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
 	"\bapi_addr\x18\x03 \x01(\tR\aapiAddr\x12\x1a\n" +
-	"\bnonvoter\x18\x04 \x01(\bR\bnonvoter\"0\n" +
+	"\bnonvoter\x18\x04 \x01(\bR\bnonvoter\x12\x0e\n" +
+	"\x02dc\x18\x05 \x01(\tR\x02dc\"0\n" +
 	"\x11AdminJoinResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\"#\n" +
 	"\x11AdminLeaveRequest\x12\x0e\n" +

@@ -21,7 +21,9 @@ import (
 
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
+	"github.com/kvrouter/kvrouter/internal/secure"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 	"github.com/kvrouter/kvrouter/relay/filter"
@@ -120,7 +122,11 @@ type Config struct {
 	// Edge is who may call the gateway, its admin listener and its
 	// session keys (edge.go).
 	Edge gateway.EdgeConfig
-	Log  *slog.Logger
+	// Insecure (insecure) lets the publication and gateway listeners run
+	// on non-loopback addresses without TLS, with a warning at start;
+	// without it New refuses such a configuration.
+	Insecure bool
+	Log      *slog.Logger
 }
 
 // Validate checks the configuration; errors name the key.
@@ -223,6 +229,8 @@ type Relay struct {
 	ended    chan struct{}
 	runErr   error
 	unmapped atomic.Uint64
+	// sec counts refused subscriptions; served on the gateway's /metrics.
+	sec *metrics.Security
 	// load is the local DC's load over every pool, refreshed by loads
 	// every HeartbeatInterval; the gateway reads it per request.
 	load atomic.Pointer[producer.Load]
@@ -235,6 +243,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := secure.Check(cfg.listeners(), cfg.Insecure, cfg.Log); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = time.Second
@@ -284,13 +295,21 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
+	if clusterTLS, err = clusterLink(&cfg, clusterTLS); err != nil {
+		return nil, err
+	}
 	// The WAN client configuration also verifies peers' gateways served
-	// over HTTPS.
+	// over HTTPS (whose certificates need carry no identity).
 	wanServer, wanClient, err := loadTLS("wan_tls", cfg.WANTLS)
 	if err != nil {
 		return nil, err
 	}
-	r.wanServer, r.wanClient = grpcCreds(wanServer), grpcCreds(wanClient)
+	r.sec = metrics.NewSecurity(nil)
+	pubServer, subClient, err := wanLinks(&cfg, wanServer, wanClient, r.sec)
+	if err != nil {
+		return nil, err
+	}
+	r.wanServer, r.wanClient = grpcCreds(pubServer), grpcCreds(subClient)
 	if r.gwTLS, r.certs, err = gatewayTLS(&r.cfg); err != nil {
 		return nil, err
 	}
@@ -339,6 +358,7 @@ func (r *Relay) buildGateway() error {
 	r.watchCerts(gw)
 	loc.SetMetrics(gw.Metrics())
 	r.gw = gw
+	r.sec.Register(gw.Metrics().Registry)
 	return nil
 }
 

@@ -306,11 +306,13 @@ func TestFederationOverTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two DCs with router clusters, relays and engines; run without -short")
 	}
-	pki := mtlstest.WritePKI(t, t.TempDir())
+	ca := mtlstest.NewCA(t, t.TempDir())
 	a, b := startFederation(t, 5*time.Millisecond, func(n *node.Config, r *service.Config) {
-		n.Cluster.TLSCert, n.Cluster.TLSKey, n.Cluster.TLSCA = pki.Cert, pki.Key, pki.CA
-		r.ClusterTLS, r.WANTLS = pki, pki
-		r.GatewayTLSCert, r.GatewayTLSKey = pki.Cert, pki.Key
+		m := ca.Issue(t, mtls.Identity{DC: n.DC, Role: mtls.RoleMember, Name: n.NodeID})
+		n.Cluster.TLSCert, n.Cluster.TLSKey, n.Cluster.TLSCA = m.Cert, m.Key, m.CA
+		relay := ca.Issue(t, mtls.Identity{DC: r.DC, Role: mtls.RoleRelay, Name: "relay-" + r.DC})
+		r.ClusterTLS, r.WANTLS = relay, relay
+		r.GatewayTLSCert, r.GatewayTLSKey = relay.Cert, relay.Key
 		for i := range r.Peers {
 			r.Peers[i].GatewayURL = "https://" + strings.TrimPrefix(r.Peers[i].GatewayURL, "http://")
 		}
