@@ -84,6 +84,7 @@ type Registry struct {
 	engines   map[routing.WorkerID]*Engine
 	listeners []func(Engine)
 	silent    []func(Engine)
+	sets      *WorkerSets // nil: no worker-set admission (workerset.go)
 }
 
 // NewRegistry returns an empty registry that expires engines silent for
@@ -138,6 +139,7 @@ func (r *Registry) Register(c *kvrpb.WorkerCard, now time.Time) (Change, error) 
 		}
 		r.engines[routing.WorkerID(c.EngineId)] = newEngine(c, now)
 	}
+	r.observeLocked(c)
 	r.setGaugeLocked()
 	r.mu.Unlock()
 	if change == Restarted {

@@ -188,6 +188,7 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	reg := plane.Registry()
+	reg.UseWorkerSets(fleet.NewWorkerSets(n.log))
 	n.reg.Store(reg)
 	// A cluster member serves once it has caught up with the leader and
 	// its registry knows the fleet: before that a bound engine it has not
