@@ -122,6 +122,9 @@ type Config struct {
 	// identities (tracking_hash keyed-xxh3-v1) instead of the public block
 	// hashes; see tracking.go. Default nil: public-xxh3-v1.
 	TrackingKey *routing.TrackingKey
+	// Tracking switches the load tracker's toggles (tracking.*): KV reuse,
+	// prefill tokens, output blocks. Default: the reference's.
+	Tracking policy.Tracking
 	// Now is the clock: decision times, expiry and the overhead metrics.
 	// Default time.Now. Tests inject a fake clock.
 	Now func() time.Time
