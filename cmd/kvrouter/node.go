@@ -25,6 +25,7 @@ type nodeFlags struct {
 	prefillAbs   int64
 	prefillFrac  float64
 	log          logFlags
+	ref          referenceFlags // node_flags_reference.go
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -82,6 +83,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Frontend.EngineAPIKey, "engine-api-key", "", "bearer token sent to every engine, for engines started with --api-key (prefer KVR_ENGINE_API_KEY: flags show in process lists)")
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
+	f.registerReference(fs)
 	f.log.register(fs)
 }
 
@@ -100,7 +102,7 @@ func (f *nodeFlags) resolve() error {
 	if f.prefillFrac >= 0 {
 		d.Thresholds.ActivePrefillTokensFrac = &f.prefillFrac
 	}
-	return nil
+	return f.resolveReference()
 }
 
 func newNodeCmd() *cobra.Command {
