@@ -161,7 +161,7 @@ func TestTrackingKeyFlags(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{"oversized key file", []string{keyed, "--router-tracking-key-file", writeKey(t, 1 << 20), "--router-tracking-key-id", "e"}, "--router-tracking-key-file"},
+		{"oversized key file", []string{keyed, "--router-tracking-key-file", writeKey(t, 1<<20), "--router-tracking-key-id", "e"}, "--router-tracking-key-file"},
 		{"33-byte key file", []string{keyed, "--router-tracking-key-file", writeKey(t, 33), "--router-tracking-key-id", "e"}, "--router-tracking-key-file"},
 		{"short key file", []string{keyed, "--router-tracking-key-file", writeKey(t, 16), "--router-tracking-key-id", "e"}, "--router-tracking-key-file"},
 		{"missing key file", []string{keyed, "--router-tracking-key-file", filepath.Join(t.TempDir(), "none"), "--router-tracking-key-id", "e"}, "--router-tracking-key-file"},
