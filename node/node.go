@@ -78,6 +78,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	log = log.With("dc", cfg.DC, "node", cfg.NodeID)
 	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
+	n.metrics.SetIdentity(cfg.NodeID, cfg.DC)
 	var err error
 	if cfg.TLSCert != "" {
 		if n.tls, err = mtls.ServerCert("tls", cfg.TLSCert, cfg.TLSKey); err != nil {

@@ -66,6 +66,10 @@ type Metrics struct {
 	// whose outcome in the in-memory exact index differed; each made the
 	// FSM rebuild the rank's index from its tables.
 	RaftIndexErrors prometheus.Counter
+
+	// reference re-exports families under the reference router's names
+	// (reference.go).
+	reference *referenceCollector
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -109,6 +113,8 @@ func New() *Metrics {
 	}
 	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
 	f(m.RaftIndexErrors)
+	m.reference = newReferenceCollector(m)
+	f(m.reference)
 	return m
 }
 
