@@ -38,7 +38,7 @@ type mirror struct {
 	only [2]string
 }
 
-func from(name, src string) label   { return label{name: name, from: src} }
+func from(name, src string) label    { return label{name: name, from: src} }
 func fixed(name, value string) label { return label{name: name, value: value} }
 
 var (
