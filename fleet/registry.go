@@ -95,6 +95,7 @@ type Registry struct {
 	lim          *rate.Limiter
 	reservedIDs  map[routing.WorkerID]bool
 	reservedURLs map[string]bool
+	sets         *WorkerSets // nil: no worker-set admission (workerset.go)
 }
 
 // NewRegistry returns an empty registry that expires engines silent for
@@ -169,6 +170,7 @@ func (r *Registry) RegisterFrom(c *kvrpb.WorkerCard, now time.Time, src Source) 
 		e.Source = src
 		r.engines[routing.WorkerID(c.EngineId)] = e
 	}
+	r.observeLocked(c)
 	r.setGaugeLocked()
 	r.mu.Unlock()
 	r.notify(gone, false)

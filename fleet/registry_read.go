@@ -30,13 +30,14 @@ func (r *Registry) Engine(id routing.WorkerID) (Engine, bool) {
 	return e.clone(), true
 }
 
-// Workers returns every live rank serving model, sorted by engine and rank.
+// Workers returns every live rank serving model, sorted by engine and rank;
+// with worker-set admission (UseWorkerSets), only admitted engines' ranks.
 func (r *Registry) Workers(model string) []routing.WorkerInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []routing.WorkerInfo
 	for _, e := range r.engines {
-		if e.Model == model {
+		if e.Model == model && r.admittedLocked(e) {
 			out = append(out, e.Workers...)
 		}
 	}

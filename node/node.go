@@ -86,6 +86,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
+	n.metrics.SetIdentity(cfg.NodeID, cfg.DC)
 	var err error
 	if n.tls, err = n.edgeTLS(); err != nil {
 		return nil, err
@@ -193,6 +194,7 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	reg := plane.Registry()
+	reg.UseWorkerSets(fleet.NewWorkerSets(n.log))
 	n.reg.Store(reg)
 	for _, sp := range n.cfg.declared {
 		// A static entry owns its URL and id even before its first probe.

@@ -23,8 +23,12 @@ const EnvPrefix = "KVR_"
 // underscores (http_addr, KVR_HTTP_ADDR for --http-addr) and are applied by
 // setting the flags the command line left alone, so one parser validates
 // every source. Unknown file keys are errors that name the key and the
-// file; unknown KVR_* variables are logged once and ignored.
+// file; unknown KVR_* variables are logged once and ignored. The reference
+// router's DYN_* variables rank between the file and KVR_* (see
+// env_reference.go), and an option's other names count as set when one of
+// them is (flag_values.go).
 func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
+	syncAliases(fs)
 	if path != "" {
 		k := koanf.New("\x00") // keys are flat; no delimiter may split them
 		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
@@ -37,6 +41,9 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 				return err
 			}
 		}
+	}
+	if err := applyReferenceEnv(fs, environ); err != nil {
+		return err
 	}
 	var ignored []string
 	for _, kv := range environ {

@@ -25,6 +25,7 @@ type nodeFlags struct {
 	prefillAbs   int64
 	prefillFrac  float64
 	log          logFlags
+	ref          referenceFlags // node_flags_reference.go
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -86,6 +87,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerEdges(fs)
 	f.registerOps(fs)
 	f.registerSecurity(fs)
+	f.registerReference(fs)
 	f.log.register(fs)
 }
 
@@ -104,7 +106,7 @@ func (f *nodeFlags) resolve() error {
 	if f.prefillFrac >= 0 {
 		d.Thresholds.ActivePrefillTokensFrac = &f.prefillFrac
 	}
-	return nil
+	return f.resolveReference()
 }
 
 func newNodeCmd() *cobra.Command {

@@ -5,7 +5,10 @@
 //
 // Label cardinality is bounded: labels carry model names, worker ids and
 // ranks of registered engines, outcomes and event kinds, never request or
-// session ids. A nil *Metrics is valid and records nothing, so library code
+// session ids. The reference router's families (dynamo_component_router_*,
+// dynamo_router_overhead_*, dynamo_frontend_worker_*, ...) are exported
+// beside kvrouter's, read at scrape time from the kvrouter family behind
+// each (reference.go), so no component records anything twice. A nil *Metrics is valid and records nothing, so library code
 // and tests need not build one.
 //
 // Concurrency: safe for concurrent use (Prometheus collectors are).

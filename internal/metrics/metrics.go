@@ -70,6 +70,9 @@ type Metrics struct {
 	EngineSecurity
 	// Security counts refused attacks (see cluster_security.go).
 	Security *Security
+	// reference re-exports families under the reference router's names
+	// (reference.go).
+	reference *referenceCollector
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -115,6 +118,8 @@ func New() *Metrics {
 	f(m.RaftIndexErrors)
 	m.registerEngineSecurity(f)
 	m.Security = NewSecurity(r)
+	m.reference = newReferenceCollector(m)
+	f(m.reference)
 	return m
 }
 

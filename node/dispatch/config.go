@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
@@ -117,6 +118,13 @@ type Config struct {
 	// Seed seeds the selectors' random generator (seed), so that equal
 	// inputs make equal decisions. Default 0, itself a fixed seed.
 	Seed uint64
+	// TrackingKey, when set, books active requests under keyed tracking
+	// identities (tracking_hash keyed-xxh3-v1) instead of the public block
+	// hashes; see tracking.go. Default nil: public-xxh3-v1.
+	TrackingKey *routing.TrackingKey
+	// Tracking switches the load tracker's toggles (tracking.*): KV reuse,
+	// prefill tokens, output blocks. Default: the reference's.
+	Tracking policy.Tracking
 	// Now is the clock: decision times, expiry and the overhead metrics.
 	// Default time.Now. Tests inject a fake clock.
 	Now func() time.Time

@@ -83,7 +83,7 @@ func (d *Dispatcher) deciderConfig() policy.DeciderConfig {
 		Options:         policy.Options{KV: c.KV, TwoTier: c.TwoTier, DeviceAware: c.DeviceAware},
 		ApproximateMode: c.ApproximateMode, ApproxTTL: c.ApproxTTL, PredictTTL: c.PredictTTL,
 		MaxRequestAge: c.MaxRequestAge, ExpireInterval: c.ExpireInterval, SuspectTimeout: c.SuspectTimeout,
-		Bindings: d.bindings, AffinityMode: c.AffinityMode, MaxSessions: c.MaxSessions,
+		Tracking: c.Tracking, Bindings: d.bindings, AffinityMode: c.AffinityMode, MaxSessions: c.MaxSessions,
 		Reports: reports, Now: c.Now, Observer: decisionObserver{d}, Log: d.log,
 	}
 }

@@ -50,6 +50,9 @@ func (d *Dispatcher) attempt(ctx context.Context, sc *policy.Scratch, r *Request
 	if err := hash(sc, r); err != nil {
 		return nil, err
 	}
+	if err := d.trackHash(sc, r); err != nil {
+		return nil, err
+	}
 	ph.hashed = d.cfg.Now()
 	d.core.Match(sc)
 	ph.matched = d.cfg.Now()

@@ -147,7 +147,25 @@ type WorkerCard struct {
 	// engine restarted and its event ids started over.
 	Incarnation uint64 `protobuf:"varint,10,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	// version is the protocol version of the engine; 1 for this file.
-	Version       uint32 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint32 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	// namespace, component, endpoint_name and worker_type, with model, name
+	// the engine's worker set: every admitted engine of a set must carry the
+	// checksum of the set's first valid card. Empty fields take the
+	// defaults "default", "backend", "generate" and "aggregated".
+	Namespace    string `protobuf:"bytes,20,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Component    string `protobuf:"bytes,21,opt,name=component,proto3" json:"component,omitempty"`
+	EndpointName string `protobuf:"bytes,22,opt,name=endpoint_name,json=endpointName,proto3" json:"endpoint_name,omitempty"`
+	WorkerType   string `protobuf:"bytes,23,opt,name=worker_type,json=workerType,proto3" json:"worker_type,omitempty"`
+	// router_config is the router settings the engine advertises for its
+	// worker set, keyed by option name (router_mode, kv_overlap_score_credit,
+	// ...): they replace, without merging, the router's own for the set.
+	RouterConfig map[string]string `protobuf:"bytes,24,rep,name=router_config,json=routerConfig,proto3" json:"router_config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// model_checksum is the checksum of what must be equal across the
+	// engines of a worker set (the model deployment card: weights,
+	// tokenizer, block size, router settings), unlike checksum, which also
+	// covers per-engine fields such as endpoint_url. Empty, routers derive
+	// it from model, block_size and router_config.
+	ModelChecksum string `protobuf:"bytes,25,opt,name=model_checksum,json=modelChecksum,proto3" json:"model_checksum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +275,48 @@ func (x *WorkerCard) GetVersion() uint32 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *WorkerCard) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *WorkerCard) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *WorkerCard) GetEndpointName() string {
+	if x != nil {
+		return x.EndpointName
+	}
+	return ""
+}
+
+func (x *WorkerCard) GetWorkerType() string {
+	if x != nil {
+		return x.WorkerType
+	}
+	return ""
+}
+
+func (x *WorkerCard) GetRouterConfig() map[string]string {
+	if x != nil {
+		return x.RouterConfig
+	}
+	return nil
+}
+
+func (x *WorkerCard) GetModelChecksum() string {
+	if x != nil {
+		return x.ModelChecksum
+	}
+	return ""
 }
 
 // RankLoad is one rank's engine-reported load.
@@ -1017,7 +1077,7 @@ var File_proto_kvr_v1_eventplane_proto protoreflect.FileDescriptor
 
 const file_proto_kvr_v1_eventplane_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/kvr/v1/eventplane.proto\x12\x06kvr.v1\"\xfb\x02\n" +
+	"\x1dproto/kvr/v1/eventplane.proto\x12\x06kvr.v1\"\xb0\x05\n" +
 	"\n" +
 	"WorkerCard\x12\x1b\n" +
 	"\tengine_id\x18\x01 \x01(\x04R\bengineId\x12\x17\n" +
@@ -1032,7 +1092,17 @@ const file_proto_kvr_v1_eventplane_proto_rawDesc = "" +
 	"\bchecksum\x18\t \x01(\tR\bchecksum\x12 \n" +
 	"\vincarnation\x18\n" +
 	" \x01(\x04R\vincarnation\x12\x18\n" +
-	"\aversion\x18\v \x01(\rR\aversion\"\xaa\x02\n" +
+	"\aversion\x18\v \x01(\rR\aversion\x12\x1c\n" +
+	"\tnamespace\x18\x14 \x01(\tR\tnamespace\x12\x1c\n" +
+	"\tcomponent\x18\x15 \x01(\tR\tcomponent\x12#\n" +
+	"\rendpoint_name\x18\x16 \x01(\tR\fendpointName\x12\x1f\n" +
+	"\vworker_type\x18\x17 \x01(\tR\n" +
+	"workerType\x12I\n" +
+	"\rrouter_config\x18\x18 \x03(\v2$.kvr.v1.WorkerCard.RouterConfigEntryR\frouterConfig\x12%\n" +
+	"\x0emodel_checksum\x18\x19 \x01(\tR\rmodelChecksum\x1a?\n" +
+	"\x11RouterConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaa\x02\n" +
 	"\bRankLoad\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\rR\x04rank\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\rR\awaiting\x12\x18\n" +
@@ -1110,7 +1180,7 @@ func file_proto_kvr_v1_eventplane_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_kvr_v1_eventplane_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_kvr_v1_eventplane_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_proto_kvr_v1_eventplane_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_proto_kvr_v1_eventplane_proto_goTypes = []any{
 	(DeviceKind)(0),         // 0: kvr.v1.DeviceKind
 	(StorageTier)(0),        // 1: kvr.v1.StorageTier
@@ -1126,22 +1196,24 @@ var file_proto_kvr_v1_eventplane_proto_goTypes = []any{
 	(*KVEventBatch)(nil),    // 11: kvr.v1.KVEventBatch
 	(*SnapshotRequest)(nil), // 12: kvr.v1.SnapshotRequest
 	(*SnapshotReply)(nil),   // 13: kvr.v1.SnapshotReply
+	nil,                     // 14: kvr.v1.WorkerCard.RouterConfigEntry
 }
 var file_proto_kvr_v1_eventplane_proto_depIdxs = []int32{
 	0,  // 0: kvr.v1.WorkerCard.device:type_name -> kvr.v1.DeviceKind
-	3,  // 1: kvr.v1.Heartbeat.loads:type_name -> kvr.v1.RankLoad
-	1,  // 2: kvr.v1.KVEvent.tier:type_name -> kvr.v1.StorageTier
-	8,  // 3: kvr.v1.KVEvent.stored:type_name -> kvr.v1.Stored
-	9,  // 4: kvr.v1.KVEvent.removed:type_name -> kvr.v1.Removed
-	10, // 5: kvr.v1.KVEvent.cleared:type_name -> kvr.v1.Cleared
-	6,  // 6: kvr.v1.Stored.blocks:type_name -> kvr.v1.StoredBlock
-	7,  // 7: kvr.v1.KVEventBatch.events:type_name -> kvr.v1.KVEvent
-	7,  // 8: kvr.v1.SnapshotReply.events:type_name -> kvr.v1.KVEvent
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 1: kvr.v1.WorkerCard.router_config:type_name -> kvr.v1.WorkerCard.RouterConfigEntry
+	3,  // 2: kvr.v1.Heartbeat.loads:type_name -> kvr.v1.RankLoad
+	1,  // 3: kvr.v1.KVEvent.tier:type_name -> kvr.v1.StorageTier
+	8,  // 4: kvr.v1.KVEvent.stored:type_name -> kvr.v1.Stored
+	9,  // 5: kvr.v1.KVEvent.removed:type_name -> kvr.v1.Removed
+	10, // 6: kvr.v1.KVEvent.cleared:type_name -> kvr.v1.Cleared
+	6,  // 7: kvr.v1.Stored.blocks:type_name -> kvr.v1.StoredBlock
+	7,  // 8: kvr.v1.KVEventBatch.events:type_name -> kvr.v1.KVEvent
+	7,  // 9: kvr.v1.SnapshotReply.events:type_name -> kvr.v1.KVEvent
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_proto_kvr_v1_eventplane_proto_init() }
@@ -1161,7 +1233,7 @@ func file_proto_kvr_v1_eventplane_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_kvr_v1_eventplane_proto_rawDesc), len(file_proto_kvr_v1_eventplane_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -119,6 +119,11 @@ type Scratch struct {
 	// Candidates.
 	Hashes []routing.SeqHash
 	Text   bool
+	// TrackHashes, when Keyed is set, are the prompt's keyed tracking
+	// identities (routing.TrackingKey), which the load tracker books in
+	// place of Hashes; the indexes still match Hashes.
+	TrackHashes []routing.SeqHash
+	Keyed       bool
 
 	exact, side, matches, all []routing.Match
 	loads                     []routing.Load
@@ -150,7 +155,7 @@ func (sc *Scratch) Blocks() int { return sc.plan.blocks }
 // nothing is left, or when q is pinned to a suspect.
 func (d *Decider) Candidates(sc *Scratch, q *Query, now time.Time) error {
 	d.maybeExpire(now)
-	sc.plan, sc.Text, sc.cands = plan{now: now, isl: q.ISLTokens}, false, sc.cands[:0]
+	sc.plan, sc.Text, sc.Keyed, sc.cands = plan{now: now, isl: q.ISLTokens}, false, false, sc.cands[:0]
 	bs := d.cfg.BlockSize
 	if bs == 0 && len(q.Ranks) > 0 {
 		bs = q.Ranks[0].BlockSize

@@ -64,6 +64,8 @@ type DeciderConfig struct {
 	// DefaultExpireInterval).
 	MaxRequestAge  time.Duration
 	ExpireInterval time.Duration
+	// Tracking switches the load trackers' toggles (decide_tracking.go).
+	Tracking Tracking
 	// SuspectTimeout is how long an engine a request could not reach is
 	// left out of the candidates. Default DefaultSuspectTimeout.
 	SuspectTimeout time.Duration
@@ -161,7 +163,7 @@ func (c DeciderConfig) validate() error {
 
 // trackerConfig is the load tracker configuration of a block size.
 func (c DeciderConfig) trackerConfig(blockSize int) load.Config {
-	t := load.DefaultConfig(blockSize)
+	t := c.Tracking.apply(load.DefaultConfig(blockSize))
 	t.MaxRequestAge = c.MaxRequestAge
 	return t
 }

@@ -52,6 +52,9 @@ func (sc *Scratch) trackerHashes() []routing.SeqHash {
 	if sc.Text {
 		return nil
 	}
+	if sc.Keyed {
+		return sc.TrackHashes
+	}
 	return sc.Hashes
 }
 

@@ -1,0 +1,28 @@
+package policy
+
+import "github.com/kvrouter/kvrouter/routing/load"
+
+// Tracking switches the load tracker's toggles away from the reference
+// defaults. The zero value is the default: active blocks de-duplicated
+// across requests that share a prompt (KV reuse assumed), prefill tokens
+// tracked (the KV selector's KVConfig.TrackPrefillTokens says whether
+// they count in the cost), output blocks not tracked.
+type Tracking struct {
+	// NoKVReuse books every request's prompt blocks in full, as for a
+	// disaggregated decode stage or the load-aware preset, where the
+	// router has no cache state to trust (assume_kv_reuse off).
+	NoKVReuse bool
+	// NoPrefillTokens books no prefill load (track_prefill_tokens off).
+	NoPrefillTokens bool
+	// OutputBlocks adds a block each time a request's output crosses a
+	// block boundary (track_output_blocks).
+	OutputBlocks bool
+}
+
+// apply sets the toggles on a tracker configuration.
+func (t Tracking) apply(c load.Config) load.Config {
+	c.AssumeKVReuse = !t.NoKVReuse
+	c.TrackPrefillTokens = !t.NoPrefillTokens
+	c.TrackOutputBlocks = t.OutputBlocks
+	return c
+}
