@@ -34,7 +34,7 @@ type LimitError struct {
 	// PerWorker is the configured value, Workers the worker count it was
 	// scaled by, and Effective their product.
 	PerWorker, Effective int64
-	Workers             int
+	Workers              int
 	// Pending is the class's current total of the limited quantity.
 	Pending int64
 }
