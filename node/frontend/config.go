@@ -58,6 +58,9 @@ type Config struct {
 	// SGLang) requires. One key serves the fleet. Clients' own
 	// credentials are never passed on, and the key is never logged.
 	EngineAPIKey string
+	// Admin configures the operator API (busy_threshold.go); off by
+	// default.
+	Admin AdminConfig
 	// Tokenizers gives, per model name, the tokenizer whose ids the
 	// engine computes, so that text prompts are routed by the engine's own
 	// token blocks (exactTokens); models without one are routed by text.
@@ -132,6 +135,8 @@ func (c Config) Validate() error {
 	case !ValidEngineAPIKey(c.EngineAPIKey):
 		// The key itself stays out of the message, which may be logged.
 		return fmt.Errorf("%w: EngineAPIKey holds a space or a control character", ErrConfig)
+	case !ValidEngineAPIKey(c.Admin.Token):
+		return fmt.Errorf("%w: the operator token holds a space or a control character", ErrConfig)
 	}
 	for name, d := range map[string]time.Duration{
 		"ReadHeaderTimeout": c.ReadHeaderTimeout, "BodyReadTimeout": c.BodyReadTimeout,

@@ -34,6 +34,8 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(dispatch.ErrOverloaded, overloadStatus, server, "overloaded"),
 		oaiedge.Entry(dispatch.ErrNoEngine, http.StatusServiceUnavailable, server, "no_engine"),
 		oaiedge.Entry(ErrUpstream, http.StatusBadGateway, server, "upstream_error"),
+		oaiedge.Entry(ErrUnauthorized, http.StatusUnauthorized, invalid, "unauthorized"),
+		oaiedge.Entry(ErrAdminDisabled, http.StatusForbidden, invalid, "admin_api_disabled"),
 		oaiedge.Entry(context.Canceled, StatusClientClosed, invalid, "client_closed"),
 		oaiedge.Entry(context.DeadlineExceeded, http.StatusGatewayTimeout, server, "timeout"),
 	)

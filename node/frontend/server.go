@@ -110,6 +110,8 @@ func (s *Server) routes() http.Handler {
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession},
 		{Pattern: "POST /v1/route/explain", Handler: s.handleExplain},
+		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds},
+		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds},
 	}
 	if s.metrics != nil {
 		own = append(own, oaiedge.Route{Pattern: "GET /metrics", Handler: s.metrics.Handler().ServeHTTP})
