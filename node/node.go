@@ -261,6 +261,7 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 	fcfg := n.cfg.Frontend
 	fcfg.Ready = n.Ready
 	fcfg.DC = n.cfg.DC
+	fcfg.Admin.Thresholds = n.thresholdStore(disp)
 	if n.cfg.Cluster.Enabled() {
 		fcfg.Serving = *n.serving.Load()
 	}

@@ -25,6 +25,7 @@ type nodeFlags struct {
 	prefillAbs   int64
 	prefillFrac  float64
 	log          logFlags
+	queue        queueFlags
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -83,6 +84,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
 	f.log.register(fs)
+	f.registerQueue(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
@@ -100,7 +102,7 @@ func (f *nodeFlags) resolve() error {
 	if f.prefillFrac >= 0 {
 		d.Thresholds.ActivePrefillTokensFrac = &f.prefillFrac
 	}
-	return nil
+	return f.resolveQueue()
 }
 
 func newNodeCmd() *cobra.Command {
