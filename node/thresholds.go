@@ -14,7 +14,9 @@ type localThresholds struct{ d *dispatch.Dispatcher }
 
 var _ frontend.ThresholdStore = localThresholds{}
 
-func (l localThresholds) Thresholds(model string) (policy.Thresholds, bool) { return l.d.Thresholds(model) }
+func (l localThresholds) Thresholds(model string) (policy.Thresholds, bool) {
+	return l.d.Thresholds(model)
+}
 
 func (l localThresholds) SetThresholds(_ context.Context, model string, th *policy.Thresholds) error {
 	return l.d.SetThresholds(model, th)
