@@ -51,6 +51,12 @@
 // its own traffic during the cut, that the summaries reconverge (a prefix
 // cached in one DC draws the other DC's request, which the gateway's
 // POST /v1/route/explain confirms before the request is sent), and that
-// no session is served by two DCs. Child processes get this process's
+// no session is served by two DCs. OverloadBurst starts the nodes with
+// the admission queue (two policy classes, small per-worker limits) over
+// two slow engines, sends a burst of many times what they take at once
+// through every node, and checks that each request is served or refused
+// with 529, Retry-After and the structured policy-class body, that every
+// served session's binding survives, and that every queue drains. Child
+// processes get this process's
 // environment without the suite's KVR_CHAOS_* settings.
 package chaos

@@ -83,6 +83,8 @@ type dc struct {
 	nats    string
 	members []*member
 	mu      sync.Mutex
+	// args are extra node flags, set before the members start.
+	args []string
 }
 
 // startDC starts NATS, the engines and three node processes, and waits
@@ -178,6 +180,7 @@ func (d *dc) start(m *member, peers string) {
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
 		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
+	m.cmd.Args = append(m.cmd.Args, d.args...)
 	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)
