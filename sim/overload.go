@@ -343,7 +343,7 @@ func (o *overload) ready(*queue.Item) bool {
 		return false
 	}
 	o.router.core.CurrentLoads(&o.router.sc)
-	return o.router.sc.Free(nil, &o.classTh)
+	return o.router.sc.Free(nil, &o.classTh) > 0
 }
 
 // pump dispatches queued requests while an engine is free.

@@ -51,6 +51,10 @@ type modelQueue struct {
 	// turn is set while a request has its turn and has not finished its
 	// attempt; no other turn is handed out meanwhile.
 	turn bool
+	// deciding counts requests routed at once (not queued) whose booking
+	// is not made yet: their load is not visible in the free test, so
+	// no more of them are let through than there are free workers.
+	deciding int
 }
 
 // waiter is a queued request's side of its turn.
@@ -134,13 +138,16 @@ func (d *Dispatcher) routeQueued(ctx context.Context, sc *policy.Scratch, r *Req
 		it.Lane = &queue.Lane{Key: r.Pin.Engine}
 	}
 	mq.mu.Lock()
-	if !mq.q.Backlogged(cl.Class) && d.freeFor(mq, sc, it) {
+	if !mq.q.Backlogged(cl.Class) && !mq.turn && d.freeFor(mq, sc, it) > mq.deciding {
+		mq.deciding++
 		mq.mu.Unlock()
 		dec, err := d.decideOnce(ctx, sc, r, q, ph, false)
+		mq.mu.Lock()
+		mq.deciding--
 		if !errors.Is(err, ErrOverloaded) {
+			mq.mu.Unlock()
 			return dec, err
 		}
-		mq.mu.Lock()
 	}
 	err = mq.q.Push(it, len(q.Ranks))
 	mq.observe()
@@ -185,10 +192,10 @@ func (d *Dispatcher) decideOnce(ctx context.Context, sc *policy.Scratch, r *Requ
 	return dec, err
 }
 
-// freeFor reports whether some candidate (the lane's worker, for a lane
-// item) is under the model's and the item's class's thresholds. The
-// caller holds mq.mu and has run Candidates on sc.
-func (d *Dispatcher) freeFor(mq *modelQueue, sc *policy.Scratch, it *queue.Item) bool {
+// freeFor counts the candidates (the lane's worker's, for a lane item)
+// under the model's and the item's class's thresholds. The caller holds
+// mq.mu and has run Candidates on sc.
+func (d *Dispatcher) freeFor(mq *modelQueue, sc *policy.Scratch, it *queue.Item) int {
 	d.core.CurrentLoads(sc)
 	var w *routing.WorkerID
 	if it.Lane != nil {
@@ -305,7 +312,7 @@ func (d *Dispatcher) pump(mq *modelQueue) {
 	if d.core.Candidates(sc, &q, d.cfg.Now()) != nil {
 		return
 	}
-	it := mq.q.Next(func(it *queue.Item) bool { return d.freeFor(mq, sc, it) })
+	it := mq.q.Next(func(it *queue.Item) bool { return d.freeFor(mq, sc, it) > mq.deciding })
 	if it == nil {
 		return
 	}

@@ -49,18 +49,19 @@ func (d *Decider) CurrentLoads(sc *Scratch) {
 	}
 }
 
-// Free reports whether a candidate (only worker w's ranks, when w is not
-// nil) is under both the request's busy thresholds and extra (a policy
-// class's), after CurrentLoads.
-func (sc *Scratch) Free(w *routing.WorkerID, extra *Thresholds) bool {
+// Free counts the candidates (only worker w's ranks, when w is not nil)
+// under both the request's busy thresholds and extra (a policy class's),
+// after CurrentLoads.
+func (sc *Scratch) Free(w *routing.WorkerID, extra *Thresholds) int {
+	n := 0
 	for i := range sc.cands {
 		c := &sc.cands[i]
 		if w != nil && c.Info.Worker.ID != *w {
 			continue
 		}
 		if !sc.plan.th.Busy(c) && (extra == nil || !extra.Busy(c)) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
