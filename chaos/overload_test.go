@@ -32,8 +32,8 @@ families:
   premium: {class: premium}
   standard: {class: standard}
 classes:
-  premium: {quantum: 1536, request_queue_limit_per_worker: 12, max_queue_wait_secs: 20}
-  standard: {quantum: 512, request_queue_limit_per_worker: 6, max_queue_wait_secs: 20}
+  premium: {quantum: 1536, request_queue_limit_per_worker: 4, max_queue_wait_secs: 20}
+  standard: {quantum: 512, request_queue_limit_per_worker: 2, max_queue_wait_secs: 20}
 `
 
 // TestOverloadBurst offers a three-node cluster a burst several times
@@ -49,7 +49,7 @@ func TestOverloadBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDCWith(t, "dc1", 3, func(d *dc, ctx context.Context, wg *sync.WaitGroup) {
-		d.args = []string{"--router-policy-config", pfile, "--router-queue-threshold", "0"}
+		d.args = []string{"--router-policy-config", pfile, "--router-queue-threshold", "0", "--admin-token", adminToken}
 		for id := range 2 {
 			startSlowEngine(t, ctx, wg, d.nats, d.name, uint64(id+1))
 		}
@@ -73,6 +73,57 @@ func TestOverloadBurst(t *testing.T) {
 	if lost := verifyAll(t, d, h); len(lost) > 0 {
 		t.Errorf("%d acknowledged bindings lost: %v", len(lost), lost[:min(5, len(lost))])
 	}
+	checkReplicatedThresholds(t, d)
+}
+
+// adminToken is the operator token of the burst test's nodes.
+const adminToken = "chaos-operator"
+
+// checkReplicatedThresholds sets a model's busy thresholds through one
+// node's operator API and reads them back from every node, then again
+// after a node restarts.
+func checkReplicatedThresholds(t *testing.T, d *dc) {
+	t.Helper()
+	body := `{"model":"` + mocker.DefaultModel + `","active_prefill_tokens_threshold_frac":3.5}`
+	if status, b := admin(t, d.members[0], "POST", body); status != http.StatusOK {
+		t.Fatalf("POST /busy_threshold: %d %s", status, b)
+	}
+	want := `"active_prefill_tokens_threshold_frac":3.5`
+	check := func(when string) {
+		for _, m := range d.members {
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				status, b := admin(t, m, "GET", "")
+				if status == http.StatusOK && strings.Contains(b, want) && strings.Contains(b, `"source":"runtime"`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %s reads %d %s", when, m.id, status, b)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	check("after the change")
+	m := d.members[2]
+	d.kill(m)
+	d.restart(m)
+	d.waitReady(m, 30*time.Second)
+	check("after a restart")
+}
+
+// admin calls m's operator API.
+func admin(t *testing.T, m *member, method, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+m.http+"/busy_threshold?model="+mocker.DefaultModel, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // startSlowEngine is an in-process engine slow enough that a burst
@@ -84,7 +135,7 @@ func startSlowEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{DC: dcName, EngineID: id, Engine: mocker.Config{SpeedUp: 20, BlockSize: blockSize}}, bus.Conn, log)
+	srv, err := server.New(server.Config{DC: dcName, EngineID: id, Engine: mocker.Config{SpeedUp: 4, BlockSize: blockSize}}, bus.Conn, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,6 +179,7 @@ func (n *Node) run(ctx context.Context) error {
 		if cl.sessions != nil {
 			opts = append(opts, dispatch.WithBindings(raftBindings{s: cl.sessions, cn: cl.cn}))
 		}
+		opts = append(opts, dispatch.WithThresholdSource(thresholdSource(cl.cn.FSM())))
 	} else if !n.cfg.Dispatch.ApproximateMode {
 		idx = index.NewExact()
 		plIdx = idx

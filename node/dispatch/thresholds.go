@@ -11,10 +11,30 @@ import (
 // a model without an entry uses Config.Thresholds.
 type runtimeThresholds struct {
 	m sync.Map // model -> *policy.Thresholds
+	// source, when set, is the only source (WithThresholdSource).
+	source func(model string) *policy.Thresholds
+}
+
+// WithThresholdSource makes source the runtime thresholds of every model
+// (a cluster's replicated table), in place of SetThresholds. It is called
+// on every request and must be cheap and safe for concurrent use.
+func WithThresholdSource(source func(model string) *policy.Thresholds) Option {
+	return func(d *Dispatcher) { d.rt.source = source }
+}
+
+// ThresholdsChanged tells the dispatcher that the source changed a
+// model's thresholds: its queue is re-checked at once.
+func (d *Dispatcher) ThresholdsChanged(model string) {
+	if mq := d.queues.get(model); mq != nil {
+		d.pump(mq)
+	}
 }
 
 // get returns a model's thresholds, nil when it has none of its own.
 func (r *runtimeThresholds) get(model string) *policy.Thresholds {
+	if r.source != nil {
+		return r.source(model)
+	}
 	v, ok := r.m.Load(model)
 	if !ok {
 		return nil
@@ -35,9 +55,7 @@ func (d *Dispatcher) SetThresholds(model string, th *policy.Thresholds) error {
 		c := *th
 		d.rt.m.Store(model, &c)
 	}
-	if mq := d.queues.get(model); mq != nil {
-		d.pump(mq)
-	}
+	d.ThresholdsChanged(model)
 	return nil
 }
 
