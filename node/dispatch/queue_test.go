@@ -163,3 +163,33 @@ func TestRuntimeThresholds(t *testing.T) {
 	_ = f.d.SetThresholds("m", nil)
 	f.route(f.req(prompt(900, 64))).Done(nil)
 }
+
+// TestQueueConcurrentBurstDrains routes a burst from many goroutines
+// through a queue over one engine; each request ends soon after it is
+// routed. Every request must be routed and the queue must end empty.
+func TestQueueConcurrentBurstDrains(t *testing.T) {
+	f := queued(t, "")
+	const n = 64
+	errs := make(chan error, n)
+	for i := range n {
+		r := f.req(prompt(uint32(1000*i), 64))
+		go func() {
+			dec, err := f.d.Route(t0ctx, r)
+			if err == nil {
+				time.Sleep(time.Millisecond)
+				dec.OnFirstToken()
+				dec.Done(nil)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitQueued(0)
+	if l := f.active(w1(1)); l.PrefillTokens != 0 || l.ActiveRequests != 0 {
+		t.Fatalf("load left booked: %+v", l)
+	}
+}
