@@ -60,6 +60,12 @@
 // acknowledged binding lost); BackupRestoreIntoFreshCluster runs `kvrouter
 // cluster backup` and `restore` between two clusters; RollingUpgrade
 // (make chaos only) upgrades a cluster of the previous release, built from
-// its git tag, one member at a time. Child processes get this process's
+// its git tag, one member at a time. OverloadBurst starts the nodes with
+// the admission queue (two policy classes, small per-worker limits) over
+// two slow engines, sends a burst of many times what they take at once
+// through every node, and checks that each request is served or refused
+// with 529, Retry-After and the structured policy-class body, that every
+// served session's binding survives, and that every queue drains. Child
+// processes get this process's
 // environment without the suite's KVR_CHAOS_* settings.
 package chaos

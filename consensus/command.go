@@ -31,6 +31,10 @@ const (
 	TypeRegisterWorker   Type = 8
 	TypeRemoveWorker     Type = 9
 	TypeReplaceRank      Type = 10
+	// TypeSetThresholds is numbered apart from the sequence so that
+	// commands added on other lines of work keep their numbers; it is
+	// always encoded with IgnoreIfUnknown.
+	TypeSetThresholds Type = 20
 )
 
 // payloadVersion is the version byte of every current payload. A payload
@@ -71,6 +75,9 @@ type spec struct {
 	validate func(m proto.Message) error
 	// needsReady marks commands a leader serves only after its barrier.
 	needsReady bool
+	// ignorable commands are encoded with IgnoreIfUnknown, so that nodes
+	// of an older build skip them.
+	ignorable bool
 }
 
 // commands is the dispatch table, keyed by type without the ignore bit.
@@ -85,6 +92,7 @@ var commands = map[Type]spec{
 	TypeRegisterWorker:   registerWorkerSpec,
 	TypeRemoveWorker:     removeWorkerSpec,
 	TypeReplaceRank:      replaceRankSpec,
+	TypeSetThresholds:    setThresholdsSpec,
 }
 
 // typeOf maps a payload's message name to its type, for Encode.
@@ -118,6 +126,9 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // encodeTyped marshals m behind the envelope for type t.
 func encodeTyped(t Type, m proto.Message) ([]byte, error) {
+	if commands[t&^IgnoreIfUnknown].ignorable {
+		t |= IgnoreIfUnknown
+	}
 	buf := []byte{byte(t), payloadVersion}
 	out, err := deterministic.MarshalAppend(buf, m)
 	if err != nil {

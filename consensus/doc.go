@@ -53,6 +53,9 @@
 //     BenchmarkKVEventsThroughRaft/steady, interleaved): without it the
 //     path costs 1.39 times the CPU per event, as every node decodes every
 //     entry, and 1.28 times the path before the batcher encoded once.
+//   - Node.SetThresholds replaces a model's runtime busy thresholds
+//     (RaftSetThresholds, command 20 with IgnoreIfUnknown); FSM.
+//     RuntimeThresholds reads them without locking (thresholds.go).
 //   - Node.ReplaceRank replaces one rank's ownership, engine block ids
 //     and cursor with an engine snapshot through RaftReplaceRank chunks
 //     below half of MaxCommandBytes: the first drops the rank, every

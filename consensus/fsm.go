@@ -51,6 +51,9 @@ type FSM struct {
 	watch *OwnershipLog
 	// metrics counts index errors (nil counts nothing); Deps.Metrics.
 	metrics *metrics.Metrics
+	// thresholds is the thresholds table as an immutable map, for
+	// lock-free reads (thresholds.go).
+	thresholds atomic.Pointer[map[string]*kvrpb.RaftThresholds]
 }
 
 var (
@@ -77,6 +80,7 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	if d, ok := st.(durableState); ok {
 		f.openDurable(d)
 	}
+	f.refreshThresholds()
 	f.watch = newOwnershipLog(f.applied) // Ownership change stream: covers what is applied from here on.
 	return f
 }

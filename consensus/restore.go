@@ -41,6 +41,7 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 		return err
 	}
 	f.load(recs)
+	f.refreshThresholds()
 	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
 	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.
 	f.halted.Store(nil)
@@ -148,6 +149,8 @@ func (f *FSM) load(recs []*kvrpb.RaftSnapshotRecord) {
 			f.loadRank(r.Rank)
 		case *kvrpb.RaftSnapshotRecord_Request:
 			f.st.RememberRequest(r.Request.RequestId, r.Request.Result, RememberedRequests)
+		case *kvrpb.RaftSnapshotRecord_Thresholds:
+			f.st.PutThreshold(r.Thresholds)
 		default:
 			f.log.Warn("skipping snapshot record", "err", errUnknownRecord)
 		}

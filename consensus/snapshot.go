@@ -43,6 +43,7 @@ func (f *FSM) records() []*kvrpb.RaftSnapshotRecord {
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Worker{Worker: w}})
 	}
 	out = append(out, f.rankRecords()...)
+	out = append(out, f.thresholdRecords()...)
 	f.st.Requests(func(id string, r *kvrpb.RaftResult) bool {
 		rec := &kvrpb.RaftRequestRecord{RequestId: id, Result: proto.CloneOf(r)}
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Request{Request: rec}})

@@ -69,6 +69,9 @@ type State interface {
 	// Requests calls fn for the remembered ids, oldest first.
 	Requests(fn func(id string, r *kvrpb.RaftResult) bool)
 
+	// The runtime busy thresholds (thresholds.go).
+	thresholdTable
+
 	// Reset drops every table.
 	Reset()
 }
@@ -79,6 +82,8 @@ type MemState struct {
 	workers  map[routing.WorkerID]*kvrpb.RaftWorkerRecord
 	ranks    map[routing.Worker]*rankState
 	reqs     map[string]*kvrpb.RaftResult
+	// thresholds are the runtime busy thresholds by model.
+	thresholds map[string]*kvrpb.RaftThresholds
 	// order holds the remembered ids oldest first, from head on.
 	order []string
 	head  int
@@ -113,6 +118,7 @@ func (s *MemState) Reset() {
 	s.workers = make(map[routing.WorkerID]*kvrpb.RaftWorkerRecord)
 	s.ranks = make(map[routing.Worker]*rankState)
 	s.reqs = make(map[string]*kvrpb.RaftResult)
+	s.thresholds = make(map[string]*kvrpb.RaftThresholds)
 	s.order, s.head = nil, 0
 	s.lastRank = nil
 }

@@ -131,6 +131,7 @@ func (s *StoreState) Reset() {
 		for _, r := range s.fifo[s.head:] {
 			bt.DeleteRequest(r.seq, r.id)
 		}
+		s.resetThresholds(bt)
 	}
 	s.fifo, s.head = nil, 0
 	s.MemState.Reset()

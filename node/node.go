@@ -185,6 +185,7 @@ func (n *Node) run(ctx context.Context) error {
 		if cl.sessions != nil {
 			opts = append(opts, dispatch.WithBindings(raftBindings{s: cl.sessions, cn: cl.cn}))
 		}
+		opts = append(opts, dispatch.WithThresholdSource(thresholdSource(cl.cn.FSM())))
 	} else if !n.cfg.Dispatch.ApproximateMode {
 		idx = index.NewExact()
 		plIdx = idx
@@ -275,6 +276,7 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 	if n.cfg.Drain.Timeout > 0 {
 		fcfg.ShutdownTimeout = n.cfg.Drain.Timeout
 	}
+	fcfg.Admin.Thresholds = n.thresholdStore(disp)
 	if n.cfg.Cluster.Enabled() {
 		fcfg.Serving = *n.serving.Load()
 	}

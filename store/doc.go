@@ -50,6 +50,7 @@
 //	'q' ‖ request id (1..MaxRequestIDBytes)       → BE64 FIFO sequence
 //	'r' ‖ BE64 FIFO sequence                      → Request record (requests.go)
 //	's' ‖ session or group key (UTF-8)            → Session record (records.go)
+//	't' ‖ model name (UTF-8)                      → opaque runtime busy thresholds (thresholds.go)
 //	'w' ‖ BE64 worker                             → opaque engine card
 //
 // Ownership is keyed worker first, not block first: an engine's "all blocks

@@ -20,6 +20,7 @@ const (
 	tableRequestID  byte = 'q'
 	tableRequestSeq byte = 'r'
 	tableSession    byte = 's'
+	tableThreshold  byte = 't'
 	tableWorker     byte = 'w'
 )
 

@@ -146,6 +146,8 @@ func validateRow(k, v []byte) error {
 		_, err = decodeEngineBlock(k, v)
 	case tableRequestSeq:
 		_, err = decodeRequest(k, v)
+	case tableThreshold:
+		_, err = decodeThreshold(k, v)
 	}
 	return err
 }

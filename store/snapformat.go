@@ -29,14 +29,19 @@ import (
 // snapshot cannot carry a lookup that disagrees with its FIFO.
 var snapMagic = [8]byte{'K', 'V', 'R', 'F', 'S', 'M', 'S', 'N'}
 
+// Version 3 appended the runtime thresholds table ('t'); a version 2
+// stream is a version 3 stream without it.
+//
 // snapVersion is the current snapshot format version.
-const snapVersion uint32 = 2
+const snapVersion uint32 = 3
 
 // snapVersionV1 is the oldest version restore reads; its streams carry
 // only the first snapTablesV1 tables of snapTables.
 const (
 	snapVersionV1 uint32 = 1
 	snapTablesV1         = 4
+	snapVersionV2 uint32 = 2
+	snapTablesV2         = 6
 )
 
 // snapEnd tags the trailer; it is no table prefix.
@@ -48,7 +53,7 @@ const snapHeaderLen = 8 + 4 + 8 + 8 + 8
 // snapTables lists the tables a snapshot carries, in stream order.
 // New tables are appended, never inserted, so that older versions'
 // trailers are a prefix of the current one.
-var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, tableEngine, tableRequestSeq}
+var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, tableEngine, tableRequestSeq, tableThreshold}
 
 // maxSnapValueBytes bounds a record value on read, so a damaged length
 // prefix cannot trigger a huge allocation.
@@ -198,6 +203,8 @@ func (sr *snapReader) header() (applied, error) {
 	switch v := binary.BigEndian.Uint32(h[8:]); v {
 	case snapVersion:
 		sr.tables = snapTables[:]
+	case snapVersionV2:
+		sr.tables = snapTables[:snapTablesV2]
 	case snapVersionV1:
 		sr.tables = snapTables[:snapTablesV1]
 	default:

@@ -26,6 +26,7 @@ type nodeFlags struct {
 	prefillFrac  float64
 	log          logFlags
 	ref          referenceFlags // node_flags_reference.go
+	queue        queueFlags
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -89,6 +90,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerSecurity(fs)
 	f.registerReference(fs)
 	f.log.register(fs)
+	f.registerQueue(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
@@ -106,7 +108,10 @@ func (f *nodeFlags) resolve() error {
 	if f.prefillFrac >= 0 {
 		d.Thresholds.ActivePrefillTokensFrac = &f.prefillFrac
 	}
-	return f.resolveReference()
+	if err := f.resolveReference(); err != nil {
+		return err
+	}
+	return f.resolveQueue()
 }
 
 func newNodeCmd() *cobra.Command {

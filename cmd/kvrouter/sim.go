@@ -104,7 +104,7 @@ time. The policy the README recommends is marked with * (and "recommended": true
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, &f, false) },
 	}
 	f.register(cmd, "kv,round-robin,least-loaded,two-tier,"+sim.Recommended)
-	cmd.AddCommand(newSimGenCmd())
+	cmd.AddCommand(newSimGenCmd(), newSimOverloadCmd())
 	return cmd
 }
 

@@ -41,20 +41,6 @@ func NewEdge(reg prometheus.Registerer) *Edge {
 	return e
 }
 
-// register registers c on reg, or returns the collector already there:
-// an edge rebuilt on the same registry (a restart within one process)
-// shares its counters.
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := reg.Register(c); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-	}
-	return c
-}
-
 // Refused counts one refusal; it is the shape of oaiedge.Access.Refused
 // with the scope as its label.
 func (e *Edge) Refused(scope, reason string) {

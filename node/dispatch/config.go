@@ -128,6 +128,8 @@ type Config struct {
 	// Now is the clock: decision times, expiry and the overhead metrics.
 	// Default time.Now. Tests inject a fake clock.
 	Now func() time.Time
+	// Queue configures the admission queue (queue.go); off by default.
+	Queue QueueConfig
 }
 
 // DefaultConfig returns every default: the kv policy, block sizes from the

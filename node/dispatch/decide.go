@@ -29,7 +29,7 @@ func (d *Dispatcher) decide(ctx context.Context, sc *policy.Scratch, q *policy.Q
 		return nil, mapPolicyError(err)
 	}
 	w := ch.Worker
-	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b}
+	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: q.Model}
 	d.gauges(w).set(&f.b)
 	dec := NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID))
 	dec.Blocks, dec.CachedBlocks, dec.SessionBound = sc.Blocks(), ch.CachedBlocks, ch.Bound
@@ -40,15 +40,17 @@ func (d *Dispatcher) decide(ctx context.Context, sc *policy.Scratch, q *policy.Q
 // callbacks. The frontend calls them from the request's goroutine, so it
 // needs no lock.
 type inflight struct {
-	d   *Dispatcher
-	ctx context.Context
-	b   policy.Booking
+	d     *Dispatcher
+	ctx   context.Context
+	b     policy.Booking
+	model string
 }
 
 // onFirstToken ends the request's prefill load and binds a new session.
 func (f *inflight) onFirstToken() {
 	f.b.FirstToken(f.ctx)
 	f.d.publishLoad(&f.b)
+	f.d.pumpModel(f.model)
 }
 
 // done ends the booking: an unreachable engine becomes a suspect, the load
@@ -63,4 +65,5 @@ func (f *inflight) done(err error) {
 	}
 	f.b.Done(f.ctx, o)
 	f.d.publishLoad(&f.b)
+	f.d.pumpModel(f.model)
 }

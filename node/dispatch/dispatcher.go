@@ -31,6 +31,10 @@ type Dispatcher struct {
 
 	lives   lives
 	scratch sync.Pool
+	// queues is the admission queue, nil when it is off; rt holds the
+	// busy thresholds set at run time.
+	queues *queues
+	rt     runtimeThresholds
 }
 
 var _ Router = (*Dispatcher)(nil)
@@ -59,7 +63,7 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{cfg: cfg, engines: engines, log: log, obs: newObservers(m),
-		workers: make(map[routing.Worker]*workerGauges)}
+		workers: make(map[routing.Worker]*workerGauges), queues: newQueues(cfg, m)}
 	d.scratch.New = func() any { return new(policy.Scratch) }
 	for _, o := range opts {
 		o(d)

@@ -107,9 +107,18 @@
 // Decision.Lost context of every request booked on it, and the frontend
 // ends those requests.
 //
+// # Admission queue
+//
+// With Config.Queue.Policy set (off by default), requests that find every
+// candidate busy under the model's thresholds and their policy class's
+// wait in a per-model queue (routing/queue) instead of getting 529 at
+// once; see queue.go for the turns, cancellation and max wait, and
+// docs/queueing.md. SetThresholds changes a model's busy thresholds at
+// run time.
+//
 // # Refusals
 //
-// The dispatcher does not proxy, queue or retry requests, and does not
+// The dispatcher does not proxy or retry requests, and does not
 // feed the exact index (the event plane does). It does not mix block sizes
 // within a model, model engine-side prefill timing, or carry bindings
 // across nodes (policy.MemBindings is local). Nothing here panics on bad input.

@@ -18,11 +18,18 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	}
 	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
-	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal}
+	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal,
+		Thresholds: d.rt.get(r.Model)}
 	if r.Pin != nil {
 		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
 	}
-	dec, err := d.attempt(ctx, sc, r, &q, &ph)
+	var dec *Decision
+	var err error
+	if d.queues != nil {
+		dec, err = d.routeQueued(ctx, sc, r, &q, &ph)
+	} else {
+		dec, err = d.attempt(ctx, sc, r, &q, &ph)
+	}
 	if errors.Is(err, errEngineGone) {
 		// The chosen engine left the registry between the candidate list
 		// and the booking; the next attempt reads the registry again.
@@ -70,6 +77,8 @@ func (d *Dispatcher) validate(r *Request) error {
 		return fmt.Errorf("%w: model is required", ErrBadRequest)
 	case len(r.SessionID) > MaxSessionIDBytes || len(r.ParentSessionID) > MaxSessionIDBytes:
 		return fmt.Errorf("%w: session id over %d bytes", ErrSessionLimit, MaxSessionIDBytes)
+	case !(r.Priority >= 0) || r.Priority > MaxPriority:
+		return fmt.Errorf("%w: priority must be in [0, %g], got %v", ErrBadRequest, float64(MaxPriority), r.Priority)
 	}
 	if n := promptTokens(r); n > d.cfg.MaxPromptTokens {
 		return fmt.Errorf("%w: %d tokens over %d", ErrPromptTooLong, n, d.cfg.MaxPromptTokens)

@@ -48,7 +48,19 @@ type Request struct {
 	MaxTokens int
 	// Arrival is when the frontend received the request.
 	Arrival time.Time
+	// PolicyClass is the policy class or family the client asked for
+	// (x-dynamo-meta-policy-class); "" for the default family.
+	PolicyClass string
+	// Priority is nvext.agent_hints.priority, in [0, MaxPriority]: seconds
+	// of arrival credit under fcfs, a weight under wspt. StrictPriority is
+	// the strict tier; a higher tier is always served first.
+	Priority       float64
+	StrictPriority int
 }
+
+// MaxPriority bounds Priority: a day of arrival credit is already
+// "always first"; a bound keeps keys finite.
+const MaxPriority = 86400
 
 // Pin names an exact target engine, from the worker-instance headers.
 type Pin struct {

@@ -58,6 +58,9 @@ type Config struct {
 	// SGLang) requires. One key serves the fleet. Clients' own
 	// credentials are never passed on, and the key is never logged.
 	EngineAPIKey string
+	// Admin configures the operator API (busy_threshold.go); off by
+	// default.
+	Admin AdminConfig
 	// Tokenizers gives, per model name, the tokenizer whose ids the
 	// engine computes, so that text prompts are routed by the engine's own
 	// token blocks (exactTokens); models without one are routed by text.

@@ -9,7 +9,15 @@
 // (Router.Unbind) and GET /v1/sessions/{id} tells where it is bound (this
 // node's applied state; 404 session_not_found when unbound); GET /health is liveness, GET /ready readiness
 // (Config.Ready, and false while draining); GET /metrics serves the node's
-// Prometheus registry.
+// Prometheus registry. GET and POST /busy_threshold read and replace a
+// model's busy thresholds behind the operator token (busy_threshold.go).
+//
+// Admission inputs. The x-dynamo-meta-policy-class header and
+// nvext.agent_hints.priority (nvext_priority.go, decoded only when the
+// body mentions nvext) go to the router for its admission queue; a value
+// that cannot be a class name or a priority is a 400 naming it. Every
+// overload answer carries Retry-After, and a policy-class refusal the
+// structured body of overload.go.
 //
 // What is parsed. The body is read once, under Config.MaxBodyBytes, and
 // scanned by a validating JSON reader that decodes only: model, stream,

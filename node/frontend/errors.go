@@ -40,6 +40,7 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(dispatch.ErrNoEngine, http.StatusServiceUnavailable, server, "no_engine"),
 		oaiedge.Entry(ErrUpstream, http.StatusBadGateway, server, "upstream_error"),
 		oaiedge.Entry(ErrShuttingDown, http.StatusServiceUnavailable, server, "shutting_down"),
+		oaiedge.Entry(ErrAdminDisabled, http.StatusForbidden, invalid, "admin_api_disabled"),
 		oaiedge.Entry(context.Canceled, StatusClientClosed, invalid, "client_closed"),
 		oaiedge.Entry(context.DeadlineExceeded, http.StatusGatewayTimeout, server, "timeout"),
 	)

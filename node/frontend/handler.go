@@ -133,11 +133,19 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	class, err := readPolicyClass(x.r.Header)
+	if err != nil {
+		return nil, err
+	}
+	prio, err := nvextPriority(x.body.data)
+	if err != nil {
+		return nil, err
+	}
 	p := x.p
 	return &dispatch.Request{
 		ID: x.id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
 		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin,
-		MaxTokens: p.MaxTokens, Arrival: x.start,
+		MaxTokens: p.MaxTokens, Arrival: x.start, PolicyClass: class, Priority: prio,
 	}, nil
 }
 
@@ -160,7 +168,7 @@ func (x *exchange) fail(err error) {
 	c := x.s.errs.Classify(err)
 	x.status = c.Status
 	x.span.RecordError(err)
-	if c.Status != StatusClientClosed {
+	if c.Status != StatusClientClosed && !writeOverload(x.w, err, c) {
 		oaiedge.WriteJSON(x.w, c.Status, oaiedge.ErrorJSON(err, c))
 	}
 }

@@ -149,6 +149,8 @@ func (s *Server) routes() http.Handler {
 		{Pattern: "GET /v1/models/{id}", Handler: s.handleModel},
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
 	}
 	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
@@ -161,6 +163,8 @@ func (s *Server) adminRoutes() http.Handler {
 	own := append([]oaiedge.Route{
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
+		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
 	}, s.observability()...)
 	return oaiedge.NewMux(s.errs, s.access, nil, s.ready, own...)
 }

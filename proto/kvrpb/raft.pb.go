@@ -1209,6 +1209,7 @@ type RaftSnapshotRecord struct {
 	//	*RaftSnapshotRecord_Worker
 	//	*RaftSnapshotRecord_Rank
 	//	*RaftSnapshotRecord_Request
+	//	*RaftSnapshotRecord_Thresholds
 	Record        isRaftSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1296,6 +1297,15 @@ func (x *RaftSnapshotRecord) GetRequest() *RaftRequestRecord {
 	return nil
 }
 
+func (x *RaftSnapshotRecord) GetThresholds() *RaftThresholds {
+	if x != nil {
+		if x, ok := x.Record.(*RaftSnapshotRecord_Thresholds); ok {
+			return x.Thresholds
+		}
+	}
+	return nil
+}
+
 type isRaftSnapshotRecord_Record interface {
 	isRaftSnapshotRecord_Record()
 }
@@ -1320,6 +1330,10 @@ type RaftSnapshotRecord_Request struct {
 	Request *RaftRequestRecord `protobuf:"bytes,5,opt,name=request,proto3,oneof"`
 }
 
+type RaftSnapshotRecord_Thresholds struct {
+	Thresholds *RaftThresholds `protobuf:"bytes,16,opt,name=thresholds,proto3,oneof"`
+}
+
 func (*RaftSnapshotRecord_Header) isRaftSnapshotRecord_Record() {}
 
 func (*RaftSnapshotRecord_Binding) isRaftSnapshotRecord_Record() {}
@@ -1329,6 +1343,8 @@ func (*RaftSnapshotRecord_Worker) isRaftSnapshotRecord_Record() {}
 func (*RaftSnapshotRecord_Rank) isRaftSnapshotRecord_Record() {}
 
 func (*RaftSnapshotRecord_Request) isRaftSnapshotRecord_Record() {}
+
+func (*RaftSnapshotRecord_Thresholds) isRaftSnapshotRecord_Record() {}
 
 // RaftSnapshotHeader opens a snapshot stream.
 type RaftSnapshotHeader struct {
@@ -1487,7 +1503,7 @@ var File_proto_kvr_v1_raft_proto protoreflect.FileDescriptor
 
 const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x17proto/kvr/v1/raft.proto\x12\x06kvr.v1\x1a\x1dproto/kvr/v1/eventplane.proto\"<\n" +
+	"\x17proto/kvr/v1/raft.proto\x12\x06kvr.v1\x1a\x1dproto/kvr/v1/eventplane.proto\x1a\x1dproto/kvr/v1/thresholds.proto\"<\n" +
 	"\x0eRaftSessionRef\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\xc0\x02\n" +
@@ -1576,13 +1592,16 @@ const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\x11RaftRequestRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12*\n" +
-	"\x06result\x18\x02 \x01(\v2\x12.kvr.v1.RaftResultR\x06result\"\x9d\x02\n" +
+	"\x06result\x18\x02 \x01(\v2\x12.kvr.v1.RaftResultR\x06result\"\xd7\x02\n" +
 	"\x12RaftSnapshotRecord\x124\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.kvr.v1.RaftSnapshotHeaderH\x00R\x06header\x12/\n" +
 	"\abinding\x18\x02 \x01(\v2\x13.kvr.v1.RaftBindingH\x00R\abinding\x122\n" +
 	"\x06worker\x18\x03 \x01(\v2\x18.kvr.v1.RaftWorkerRecordH\x00R\x06worker\x12+\n" +
 	"\x04rank\x18\x04 \x01(\v2\x15.kvr.v1.RaftRankStateH\x00R\x04rank\x125\n" +
-	"\arequest\x18\x05 \x01(\v2\x19.kvr.v1.RaftRequestRecordH\x00R\arequestB\b\n" +
+	"\arequest\x18\x05 \x01(\v2\x19.kvr.v1.RaftRequestRecordH\x00R\arequest\x128\n" +
+	"\n" +
+	"thresholds\x18\x10 \x01(\v2\x16.kvr.v1.RaftThresholdsH\x00R\n" +
+	"thresholdsB\b\n" +
 	"\x06record\"t\n" +
 	"\x12RaftSnapshotHeader\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\x12#\n" +
@@ -1633,6 +1652,7 @@ var file_proto_kvr_v1_raft_proto_goTypes = []any{
 	(*KVEventBatch)(nil),         // 21: kvr.v1.KVEventBatch
 	(*WorkerCard)(nil),           // 22: kvr.v1.WorkerCard
 	(*KVEvent)(nil),              // 23: kvr.v1.KVEvent
+	(*RaftThresholds)(nil),       // 24: kvr.v1.RaftThresholds
 }
 var file_proto_kvr_v1_raft_proto_depIdxs = []int32{
 	0,  // 0: kvr.v1.RaftTouchSessions.sessions:type_name -> kvr.v1.RaftSessionRef
@@ -1650,13 +1670,14 @@ var file_proto_kvr_v1_raft_proto_depIdxs = []int32{
 	13, // 12: kvr.v1.RaftSnapshotRecord.worker:type_name -> kvr.v1.RaftWorkerRecord
 	15, // 13: kvr.v1.RaftSnapshotRecord.rank:type_name -> kvr.v1.RaftRankState
 	16, // 14: kvr.v1.RaftSnapshotRecord.request:type_name -> kvr.v1.RaftRequestRecord
-	19, // 15: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
-	20, // 16: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
-	16, // [16:17] is the sub-list for method output_type
-	15, // [15:16] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	24, // 15: kvr.v1.RaftSnapshotRecord.thresholds:type_name -> kvr.v1.RaftThresholds
+	19, // 16: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
+	20, // 17: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
+	17, // [17:18] is the sub-list for method output_type
+	16, // [16:17] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_proto_kvr_v1_raft_proto_init() }
@@ -1665,12 +1686,14 @@ func file_proto_kvr_v1_raft_proto_init() {
 		return
 	}
 	file_proto_kvr_v1_eventplane_proto_init()
+	file_proto_kvr_v1_thresholds_proto_init()
 	file_proto_kvr_v1_raft_proto_msgTypes[17].OneofWrappers = []any{
 		(*RaftSnapshotRecord_Header)(nil),
 		(*RaftSnapshotRecord_Binding)(nil),
 		(*RaftSnapshotRecord_Worker)(nil),
 		(*RaftSnapshotRecord_Rank)(nil),
 		(*RaftSnapshotRecord_Request)(nil),
+		(*RaftSnapshotRecord_Thresholds)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

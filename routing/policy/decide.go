@@ -109,6 +109,12 @@ type Query struct {
 	// request.
 	SessionKey   string
 	SessionFinal bool
+	// Thresholds, when set, replace DeciderConfig.Thresholds for this
+	// request (the model's runtime busy thresholds); Selector, when set,
+	// replaces the Decider's selector (a policy profile's
+	// worker_selection). See decide_queue.go.
+	Thresholds *Thresholds
+	Selector   Selector
 }
 
 // Scratch is one decision's reusable memory; pool it so that the hot path
@@ -141,6 +147,8 @@ type plan struct {
 	isl       int
 	// blocks is the prompt's complete blocks of blockSize tokens.
 	blocks int
+	// th are the request's busy thresholds.
+	th *Thresholds
 }
 
 // BlockSize is the block size Candidates chose for the request.
@@ -155,7 +163,7 @@ func (sc *Scratch) Blocks() int { return sc.plan.blocks }
 // nothing is left, or when q is pinned to a suspect.
 func (d *Decider) Candidates(sc *Scratch, q *Query, now time.Time) error {
 	d.maybeExpire(now)
-	sc.plan, sc.Text, sc.Keyed, sc.cands = plan{now: now, isl: q.ISLTokens}, false, false, sc.cands[:0]
+	sc.plan, sc.Text, sc.Keyed, sc.cands = plan{now: now, isl: q.ISLTokens, th: d.thresholds(q)}, false, false, sc.cands[:0]
 	bs := d.cfg.BlockSize
 	if bs == 0 && len(q.Ranks) > 0 {
 		bs = q.Ranks[0].BlockSize
@@ -274,8 +282,8 @@ type Choice struct {
 // selectWorker runs the policy pipeline and returns the chosen candidate's
 // index in sc.cands.
 func (d *Decider) selectWorker(sc *Scratch, q *Query) (int, error) {
-	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin}
-	if err := d.pipe.Route(&sc.dec, &sc.preq, sc.cands); err != nil {
+	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin, Thresholds: q.Thresholds}
+	if err := d.pipe.RouteWith(&sc.dec, &sc.preq, sc.cands, q.Selector); err != nil {
 		return -1, err
 	}
 	if i := findCandidate(sc.cands, sc.dec.Worker); i >= 0 {

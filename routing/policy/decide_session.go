@@ -72,7 +72,7 @@ func (d *Decider) affine(ctx context.Context, sc *Scratch, s *session) (int, boo
 		s.found, s.pending, s.expect = false, !s.final, 0
 		return -1, false
 	}
-	if d.cfg.AffinityMode == AffinitySoft && d.cfg.Thresholds.Busy(&sc.cands[i]) {
+	if d.cfg.AffinityMode == AffinitySoft && sc.plan.th.Busy(&sc.cands[i]) {
 		s.pending, s.expect = !s.final, s.bound.Version
 		return -1, false
 	}

@@ -67,8 +67,12 @@ func (*BusyFilter) Name() string { return "busy" }
 // and ErrAllWorkersOverloaded otherwise.
 func (f *BusyFilter) Filter(dst []Candidate, req *Request, cands []Candidate) ([]Candidate, error) {
 	n := len(dst)
+	th := &f.Thresholds
+	if req.Thresholds != nil {
+		th = req.Thresholds
+	}
 	for i := range cands {
-		if !f.Thresholds.Busy(&cands[i]) {
+		if !th.Busy(&cands[i]) {
 			dst = append(dst, cands[i])
 		}
 	}

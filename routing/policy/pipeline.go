@@ -30,9 +30,17 @@ func NewPipeline(th Thresholds, sel Selector) (*Pipeline, error) {
 // selector, and writes the decision to d; d.Eligible holds the survivors.
 // An empty candidate list is ErrNoCompatibleWorker.
 func (p *Pipeline) Route(d *Decision, req *Request, cands []Candidate) error {
+	return p.RouteWith(d, req, cands, nil)
+}
+
+// RouteWith is Route with sel in place of p.Selector when sel is not nil.
+func (p *Pipeline) RouteWith(d *Decision, req *Request, cands []Candidate, sel Selector) error {
+	if sel == nil {
+		sel = p.Selector
+	}
 	d.reset()
 	d.Eligible = d.Eligible[:0]
-	if p.Selector == nil {
+	if sel == nil {
 		return configError("selector must be set")
 	}
 	if err := req.Validate(); err != nil {
@@ -56,5 +64,5 @@ func (p *Pipeline) Route(d *Decision, req *Request, cands []Candidate) error {
 		cur = next
 	}
 	d.Eligible = cur
-	return p.Selector.Select(d, req, cur)
+	return sel.Select(d, req, cur)
 }

@@ -21,6 +21,9 @@ type Request struct {
 	Allowed []routing.WorkerID
 	// Overrides adjusts the KV cost model for this request only.
 	Overrides Overrides
+	// Thresholds, when set, replace the busy filter's thresholds for this
+	// request (a model's runtime thresholds).
+	Thresholds *Thresholds
 }
 
 // Pin is a request's exact target, e.g. from a worker-instance header or an

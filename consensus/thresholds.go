@@ -1,0 +1,200 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/store"
+)
+
+// Runtime busy thresholds: the operator API changes a model's thresholds
+// with one TypeSetThresholds entry, so every node of the DC applies the
+// same value at the same index, and the thresholds table (in memory, in
+// Pebble and in snapshots) keeps it across restarts. The entry's type
+// byte carries IgnoreIfUnknown: a node of an older build skips it and
+// keeps its configured thresholds, instead of halting.
+
+// thresholdTable is the State's thresholds table.
+type thresholdTable interface {
+	// Threshold returns a model's runtime thresholds.
+	Threshold(model string) (*kvrpb.RaftThresholds, bool)
+	// PutThreshold stores t under t.Model.
+	PutThreshold(t *kvrpb.RaftThresholds)
+	// DeleteThreshold drops a model's runtime thresholds.
+	DeleteThreshold(model string)
+	// Thresholds calls fn for every model's thresholds until it returns
+	// false.
+	Thresholds(fn func(t *kvrpb.RaftThresholds) bool)
+}
+
+var errThresholds = errors.New("thresholds: a model of 1..512 bytes and values in range are required")
+
+// setThresholdsSpec is the TypeSetThresholds row of the command table.
+var setThresholdsSpec = spec{
+	name:      "set_thresholds",
+	ignorable: true,
+	new:       func() proto.Message { return &kvrpb.RaftSetThresholds{} },
+	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
+		return f.setThresholds(i, m.(*kvrpb.RaftSetThresholds))
+	},
+	stamp:    func(proto.Message, int64) {},
+	validate: func(m proto.Message) error { return validThresholds(m.(*kvrpb.RaftSetThresholds)) },
+}
+
+// validThresholds checks a command before it is proposed.
+func validThresholds(m *kvrpb.RaftSetThresholds) error {
+	if err := checkRequestID(m.RequestId); err != nil {
+		return err
+	}
+	t := m.GetThresholds()
+	if t == nil || t.Model == "" || len(t.Model) > store.MaxModelBytes {
+		return errThresholds
+	}
+	if m.Unset {
+		return nil
+	}
+	switch {
+	case t.ActiveDecodeBlocks != nil && !(*t.ActiveDecodeBlocks >= 0 && *t.ActiveDecodeBlocks <= 1):
+	case t.ActivePrefillTokens != nil && *t.ActivePrefillTokens < 0:
+	case t.ActivePrefillTokensFrac != nil && !(*t.ActivePrefillTokensFrac >= 0 && !math.IsInf(*t.ActivePrefillTokensFrac, 1)):
+	default:
+		return nil
+	}
+	return errThresholds
+}
+
+// setThresholds applies a TypeSetThresholds entry. Callers hold mu.
+func (f *FSM) setThresholds(i uint64, m *kvrpb.RaftSetThresholds) *kvrpb.RaftResult {
+	if r, ok := f.st.Request(m.RequestId); ok && m.RequestId != "" {
+		return r
+	}
+	t := m.GetThresholds()
+	if m.Unset {
+		f.st.DeleteThreshold(t.GetModel())
+	} else {
+		f.st.PutThreshold(proto.CloneOf(t))
+	}
+	f.refreshThresholds()
+	r := &kvrpb.RaftResult{Code: uint32(CodeOK), Index: i}
+	if m.RequestId != "" {
+		f.st.RememberRequest(m.RequestId, r, RememberedRequests)
+	}
+	return r
+}
+
+// refreshThresholds publishes the table as an immutable map for
+// lock-free reads on the request path. Callers hold mu.
+func (f *FSM) refreshThresholds() {
+	m := map[string]*kvrpb.RaftThresholds{}
+	f.st.Thresholds(func(t *kvrpb.RaftThresholds) bool { m[t.Model] = t; return true })
+	f.thresholds.Store(&m)
+}
+
+// RuntimeThresholds returns a model's thresholds as of the last applied
+// entry, without locking; the result must not be modified.
+func (f *FSM) RuntimeThresholds(model string) (*kvrpb.RaftThresholds, bool) {
+	p := f.thresholds.Load()
+	if p == nil {
+		return nil, false
+	}
+	t, ok := (*p)[model]
+	return t, ok
+}
+
+// thresholdRecords encodes the table for snapshots, sorted by model.
+// Callers hold mu.
+func (f *FSM) thresholdRecords() []*kvrpb.RaftSnapshotRecord {
+	byModel := map[string]*kvrpb.RaftThresholds{}
+	f.st.Thresholds(func(t *kvrpb.RaftThresholds) bool { byModel[t.Model] = t; return true })
+	models := sortedModels(byModel)
+	out := make([]*kvrpb.RaftSnapshotRecord, 0, len(models))
+	for _, m := range models {
+		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Thresholds{Thresholds: proto.CloneOf(byModel[m])}})
+	}
+	return out
+}
+
+func sortedModels(m map[string]*kvrpb.RaftThresholds) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// SetThresholds replaces a model's runtime thresholds in the DC (with
+// unset, drops them) through the raft log, retrying an indeterminate
+// attempt under the same request id, and returns the entry's index.
+func (n *Node) SetThresholds(ctx context.Context, requestID string, t *kvrpb.RaftThresholds, unset bool) (uint64, error) {
+	r, err := n.ApplyRetry(ctx, &kvrpb.RaftSetThresholds{RequestId: requestID, Thresholds: t, Unset: unset})
+	if err != nil {
+		return 0, err
+	}
+	if Code(r.Code) != CodeOK {
+		return 0, fmt.Errorf("%w: set_thresholds: result code %d", ErrBadCommand, r.Code)
+	}
+	return r.Index, nil
+}
+
+// Threshold implements State.
+func (s *MemState) Threshold(model string) (*kvrpb.RaftThresholds, bool) {
+	t, ok := s.thresholds[model]
+	return t, ok
+}
+
+// PutThreshold implements State.
+func (s *MemState) PutThreshold(t *kvrpb.RaftThresholds) { s.thresholds[t.Model] = t }
+
+// DeleteThreshold implements State.
+func (s *MemState) DeleteThreshold(model string) { delete(s.thresholds, model) }
+
+// Thresholds implements State.
+func (s *MemState) Thresholds(fn func(t *kvrpb.RaftThresholds) bool) {
+	for _, t := range s.thresholds {
+		if !fn(t) {
+			return
+		}
+	}
+}
+
+// PutThreshold implements State.
+func (s *StoreState) PutThreshold(t *kvrpb.RaftThresholds) {
+	s.MemState.PutThreshold(t)
+	if bt := s.batch(); bt != nil {
+		v, err := deterministic.Marshal(t)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		bt.PutThreshold(t.Model, v)
+	}
+}
+
+// DeleteThreshold implements State.
+func (s *StoreState) DeleteThreshold(model string) {
+	s.MemState.DeleteThreshold(model)
+	if bt := s.batch(); bt != nil {
+		bt.DeleteThreshold(model)
+	}
+}
+
+// loadThresholds copies the thresholds table into memory.
+func (s *StoreState) loadThresholds() error {
+	return s.s.ScanThresholds(func(row store.Threshold) error {
+		t := &kvrpb.RaftThresholds{}
+		if err := proto.Unmarshal(row.Value, t); err != nil {
+			return err
+		}
+		s.MemState.PutThreshold(t)
+		return nil
+	})
+}
+
+// resetThresholds deletes the table's rows from the store. Callers hold
+// the open batch.
+func (s *StoreState) resetThresholds(bt *store.Batch) {
+	s.MemState.Thresholds(func(t *kvrpb.RaftThresholds) bool { bt.DeleteThreshold(t.Model); return true })
+}
