@@ -32,6 +32,8 @@ import (
 //     call it accepted (authenticated by its member certificate; without
 //     TLS the relay passes the caller's token on). With neither TLS nor
 //     a token configured, only loopback callers may change membership.
+//   - ClusterBackup.Backup and Restore: the same operator credential, since
+//     a backup holds every session binding and a restore replaces them.
 //   - ClusterAdmin.Status and Ownership.Watch: any identity the TLS
 //     layer let in (members, relays and operators of the DC), or anyone
 //     on a plaintext cluster network.
@@ -57,6 +59,8 @@ const (
 	linkForward = "raft_forward"
 	linkJoin    = "cluster_join"
 	linkLeave   = "cluster_leave"
+	linkBackup  = "cluster_backup"
+	linkRestore = "cluster_restore"
 	linkAPI     = "cluster_api"
 )
 
@@ -111,6 +115,12 @@ func (n *Node) rule(ctx context.Context, method string) (link, reason, msg strin
 	case kvrpb.ClusterAdmin_Leave_FullMethodName:
 		reason, msg = n.checkOperator(ctx)
 		return linkLeave, reason, msg
+	case kvrpb.ClusterBackup_Backup_FullMethodName:
+		reason, msg = n.checkOperator(ctx)
+		return linkBackup, reason, msg
+	case kvrpb.ClusterBackup_Restore_FullMethodName:
+		reason, msg = n.checkOperator(ctx)
+		return linkRestore, reason, msg
 	case kvrpb.ClusterAdmin_Status_FullMethodName, kvrpb.Ownership_Watch_FullMethodName:
 		return linkAPI, "", ""
 	}

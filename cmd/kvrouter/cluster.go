@@ -57,16 +57,26 @@ func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, fun
 		return nil, nil, nil, nil, fmt.Errorf("--addr %s: %w", f.addr, err)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	if f.tokenFile != "" {
-		tok, err := node.ReadJoinToken(f.tokenFile)
-		if err != nil {
-			cancel()
-			_ = conn.Close()
-			return nil, nil, nil, nil, err
-		}
-		ctx = metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok)
+	if ctx, err = f.withToken(ctx); err != nil {
+		cancel()
+		_ = conn.Close()
+		return nil, nil, nil, nil, err
 	}
 	return kvrpb.NewClusterAdminClient(conn), func() { _ = conn.Close() }, ctx, cancel, nil
+}
+
+// withToken adds the operator's join token (--join-token-file), when set,
+// to the calls of ctx: membership changes, backups and restores need an
+// operator credential.
+func (f *clusterFlags) withToken(ctx context.Context) (context.Context, error) {
+	if f.tokenFile == "" {
+		return ctx, nil
+	}
+	tok, err := node.ReadJoinToken(f.tokenFile)
+	if err != nil {
+		return ctx, err
+	}
+	return metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok), nil
 }
 
 func newClusterCmd() *cobra.Command {

@@ -83,6 +83,9 @@ func (f *clusterFlags) backup(cmd *cobra.Command, out string) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
+	if ctx, err = f.withToken(ctx); err != nil {
+		return err
+	}
 	info, data, err := fetchBackup(ctx, kvrpb.NewClusterBackupClient(conn))
 	if err != nil {
 		return fmt.Errorf("backup from %s: %w", f.addr, err)
@@ -172,6 +175,9 @@ func (f *clusterFlags) restore(cmd *cobra.Command, in string) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), max(f.timeout, consensus.RestoreTimeout))
 	defer cancel()
+	if ctx, err = f.withToken(ctx); err != nil {
+		return err
+	}
 	res, err := sendRestore(ctx, kvrpb.NewClusterBackupClient(conn), snapshot)
 	if err != nil {
 		return fmt.Errorf("restore to %s: %w", leader, err)

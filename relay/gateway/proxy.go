@@ -59,6 +59,9 @@ func (x *exchange) serveRemote(dc string) {
 	g := x.g
 	resp, err := x.sendRemote(dc)
 	if err == nil && resp.StatusCode < 500 {
+		resp, err = bufferAnswer(resp)
+	}
+	if err == nil && resp.StatusCode < 500 {
 		x.relay(resp, dc)
 		g.metrics.decided(DecisionRemote)
 		return
@@ -77,6 +80,39 @@ func (x *exchange) serveRemote(dc string) {
 		return
 	}
 	x.serveLocal(DecisionFallback)
+}
+
+// maxBufferedAnswer bounds the remote answers read whole before the
+// client sees a byte: a whole completion of any usual length.
+const maxBufferedAnswer = 4 << 20
+
+// bufferAnswer reads a remote DC's answer whole before anything is sent
+// to the client, unless it is an event stream (whose first tokens must
+// not wait) or longer than maxBufferedAnswer (then the rest streams). A
+// remote gateway that dies mid-answer then fails the request before its
+// first byte, so it falls back or is refused cleanly, where a relayed
+// answer would be cut after its status line. A stream that fails ends
+// with an error event (midStreamFailure).
+func bufferAnswer(resp *http.Response) (*http.Response, error) {
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt == "text/event-stream" {
+		return resp, nil
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedAnswer+1))
+	if err != nil {
+		_ = resp.Body.Close()
+		return nil, err
+	}
+	if len(head) <= maxBufferedAnswer {
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(head))
+		resp.ContentLength = int64(len(head))
+		return resp, nil
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return resp, nil
 }
 
 // send posts the body to base's endpoint with the client's end-to-end
