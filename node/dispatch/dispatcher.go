@@ -135,16 +135,24 @@ func (d *Dispatcher) Unbind(ctx context.Context, sessionID string) error {
 func (d *Dispatcher) RemoveEngine(id routing.WorkerID) {
 	d.mu.Lock()
 	var gone []routing.Worker
-	for w := range d.workers {
+	var labels []workerLabels
+	for w, g := range d.workers {
 		if w.ID == id {
 			gone = append(gone, w)
+			labels = append(labels, g.labels)
 			delete(d.workers, w)
 		}
 	}
+	inUse := make([]bool, len(labels))
+	for _, g := range d.workers {
+		for i, l := range labels {
+			inUse[i] = inUse[i] || g.labels == l
+		}
+	}
 	d.mu.Unlock()
-	for _, w := range gone {
+	for i, w := range gone {
 		d.core.RemoveWorker(w)
-		d.obs.dropWorker(w)
+		d.obs.dropWorker(labels[i], inUse[i])
 	}
 	d.lives.end(id, nil)
 	d.invalidateEngine(id)

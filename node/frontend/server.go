@@ -82,7 +82,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	}
 	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
 	s.idPrefix = randomPrefix()
-	s.handler = s.routes()
+	s.handler = s.withTracing(s.routes())
 	return s, nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/tokenize"
@@ -99,6 +102,12 @@ type Config struct {
 	// Now is the clock for deadlines, staleness and latency. Required.
 	Now func() time.Time
 	Log *slog.Logger
+	// MetricLabels are constant labels on every series of the gateway's
+	// metrics (a relay sets dc and relay).
+	MetricLabels prometheus.Labels
+	// TracerProvider supplies the gateway's spans (tracing.go); nil means
+	// none, and the incoming trace context is then passed on unchanged.
+	TracerProvider trace.TracerProvider
 }
 
 // EnsureDefaults fills zero fields.

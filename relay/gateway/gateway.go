@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 )
@@ -37,6 +39,8 @@ type Gateway struct {
 	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
 	intercept func(consumer.LaneView) (float64, bool)
+	// tracer starts the gateway's spans (tracing.go).
+	tracer trace.Tracer
 }
 
 // New validates cfg and builds a Gateway; call Serve or Run to start its
@@ -47,7 +51,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, remotes: map[string]Remote{}, blocks: map[string]int{},
-		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(),
+		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(cfg.MetricLabels),
 		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: oaiedge.BodyReadTimeout, Now: cfg.Now}}
 	dcs := []string{cfg.DC}
 	for _, r := range cfg.Remotes {
@@ -66,7 +70,8 @@ func New(cfg Config) (*Gateway, error) {
 		rt = g.transport
 	}
 	g.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
-	g.handler = g.routes()
+	g.tracer = cfg.tracer()
+	g.handler = g.withTracing(g.routes())
 	return g, nil
 }
 

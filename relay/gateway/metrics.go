@@ -58,8 +58,9 @@ type Metrics struct {
 	SessionLookups *prometheus.CounterVec
 }
 
-// NewMetrics registers the gateway's metrics on a fresh registry.
-func NewMetrics() *Metrics {
+// NewMetrics registers the gateway's metrics on a fresh registry, with
+// constLabels (the relay's dc and name) on every series.
+func NewMetrics(constLabels prometheus.Labels) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_requests_total",
@@ -77,7 +78,11 @@ func NewMetrics() *Metrics {
 				"confirmed, false_positive (summary said present, the DC said not bound), unsummarised (no fresh summary), failed."},
 			[]string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.ForwardDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	prometheus.WrapRegistererWith(constLabels, m.Registry).MustRegister(m.Requests, m.ForwardDepth, m.DecisionSeconds,
+		m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	for _, h := range []string{placeLocalBinding, placeRemoteBinding, placeHomeLocal, placeHomeRemote, placeTieBreak} {
+		m.SessionPlacements.WithLabelValues(h)
+	}
 	for _, o := range []string{LookupSkipped, LookupConfirmed, LookupFalsePositive, LookupUnsummarised, LookupFailed} {
 		m.SessionLookups.WithLabelValues(o)
 	}
