@@ -61,6 +61,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
 	fs.BoolVar(&f.peersHTTPS, "peer-gateways-https", false, "reach the peers' gateways over HTTPS (they run with --gateway-tls-*), trusting --wan-tls-ca when set, else the system's roots")
 	fs.StringArrayVar(&f.tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer files, so text prompts are searched by the engines' token blocks (without one a text prompt is served locally)")
+	f.registerTelemetry(fs)
 	f.log.register(fs)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/fleet/vllmevents"
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/relay/gateway"
 )
 
 // catalogue is a node's whole metric set, every vector primed, with the
@@ -26,14 +27,25 @@ func catalogue(t *testing.T) *metrics.Metrics {
 }
 
 // TestMetricsPassLint runs promlint (what `promtool check metrics` runs)
-// over every family of the registry: units in base units, counters ending
-// in _total, help on every family.
+// over every family of the node's and the relay gateway's registries:
+// units in base units, counters ending in _total, help on every family.
 func TestMetricsPassLint(t *testing.T) {
-	problems, err := testutil.GatherAndLint(catalogue(t).Registry)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		g    prometheus.Gatherer
+	}{
+		{name: "node", g: catalogue(t).Registry},
+		{name: "relay gateway", g: gateway.NewMetrics(prometheus.Labels{"dc": "dc1", "relay": "r1"}).Registry},
 	}
-	for _, p := range problems {
-		t.Errorf("%s: %s", p.Metric, p.Text)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			problems, err := testutil.GatherAndLint(tc.g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("%s: %s", p.Metric, p.Text)
+			}
+		})
 	}
 }
