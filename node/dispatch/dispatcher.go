@@ -133,26 +133,9 @@ func (d *Dispatcher) Unbind(ctx context.Context, sessionID string) error {
 // plane's to clean. Requests still in flight on the engine free nothing
 // more when they finish.
 func (d *Dispatcher) RemoveEngine(id routing.WorkerID) {
-	d.mu.Lock()
-	var gone []routing.Worker
-	var labels []workerLabels
-	for w, g := range d.workers {
-		if w.ID == id {
-			gone = append(gone, w)
-			labels = append(labels, g.labels)
-			delete(d.workers, w)
-		}
-	}
-	inUse := make([]bool, len(labels))
-	for _, g := range d.workers {
-		for i, l := range labels {
-			inUse[i] = inUse[i] || g.labels == l
-		}
-	}
-	d.mu.Unlock()
-	for i, w := range gone {
-		d.core.RemoveWorker(w)
-		d.obs.dropWorker(labels[i], inUse[i])
+	for _, r := range d.forgetRanks(id) {
+		d.core.RemoveWorker(r.w)
+		d.obs.dropWorker(r.labels, r.inUse)
 	}
 	d.lives.end(id, nil)
 	d.invalidateEngine(id)

@@ -212,3 +212,30 @@ func (o decisionObserver) Affinity(ev policy.AffinityEvent, n int) {
 
 // Unreachable implements policy.Observer.
 func (o decisionObserver) Unreachable(routing.WorkerID) { o.d.obs.engineUnreachable() }
+
+// forgottenRank is a removed rank and its gauges' labels; inUse says that
+// another live rank has the same labels.
+type forgottenRank struct {
+	w      routing.Worker
+	labels workerLabels
+	inUse  bool
+}
+
+// forgetRanks removes engine id's ranks from the gauge table.
+func (d *Dispatcher) forgetRanks(id routing.WorkerID) []forgottenRank {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var gone []forgottenRank
+	for w, g := range d.workers {
+		if w.ID == id {
+			gone = append(gone, forgottenRank{w: w, labels: g.labels})
+			delete(d.workers, w)
+		}
+	}
+	for i := range gone {
+		for _, g := range d.workers {
+			gone[i].inUse = gone[i].inUse || g.labels == gone[i].labels
+		}
+	}
+	return gone
+}
