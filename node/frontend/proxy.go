@@ -26,8 +26,8 @@ const MaxResponseBytes = 256 << 20
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
 func (x *exchange) proxy(ctx context.Context) (err error) {
-	ctx, endSpan := x.startUpstream(ctx)
-	defer func() { endSpan(err) }()
+	ctx, span := x.startUpstream(ctx)
+	defer func() { endUpstream(span, err) }()
 	// WorkerHeader tells the client which engine rank served it: operators
 	// use it to debug affinity and cache placement, and it carries nothing
 	// the client could not learn from latency anyway.

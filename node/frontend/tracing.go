@@ -77,8 +77,14 @@ func (s *Server) startRequest(r *http.Request, ep oaiedge.Endpoint, id string) (
 	return s.tracer.Start(ctx, spanRequest+ep.Path(), trace.WithAttributes(attribute.String("kvrouter.request_id", id)))
 }
 
-// route asks the router for a decision under the route span.
+// route asks the router for a decision under the route span. A request
+// whose own span records nothing (tracing off, or not sampled) gets no
+// child spans: they would record nothing either, and cost allocations on
+// every request.
 func (x *exchange) route(ctx context.Context, req *dispatch.Request) (*dispatch.Decision, error) {
+	if !x.span.IsRecording() {
+		return x.s.router.Route(ctx, req)
+	}
 	ctx, span := x.s.tracer.Start(ctx, spanRoute)
 	defer span.End()
 	dec, err := x.s.router.Route(ctx, req)
@@ -93,16 +99,28 @@ func (x *exchange) route(ctx context.Context, req *dispatch.Request) (*dispatch.
 	return dec, nil
 }
 
-// startUpstream starts the engine call's span; end records the call's
-// outcome (the error proxy returns) and ends it.
-func (x *exchange) startUpstream(ctx context.Context) (context.Context, func(error)) {
+// startUpstream starts the engine call's span, unless the request's own
+// span records nothing (see route): the engine then gets the request
+// span's context, which is the client's when tracing is off.
+func (x *exchange) startUpstream(ctx context.Context) (context.Context, trace.Span) {
+	if !x.span.IsRecording() {
+		return ctx, x.span
+	}
 	ctx, span := x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("server.address", x.dec.EndpointURL), attribute.String("kvrouter.worker", x.dec.Worker.String())))
-	return ctx, func(err error) {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "engine call failed")
-		}
-		span.End()
+	return ctx, span
+}
+
+// endUpstream records the engine call's outcome (the error proxy
+// returns) and ends its span (a no-op on the request span that stands in
+// for it when nothing records).
+func endUpstream(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
 	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "engine call failed")
+	}
+	span.End()
 }
