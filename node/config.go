@@ -10,6 +10,7 @@ import (
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/fleet/declared"
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
+	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/node/frontend"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -47,8 +48,10 @@ type Config struct {
 	NATSListen string
 	// NATSSecurity authenticates to NATS or secures the embedded server.
 	NATSSecurity NATSSecurity
-	// OTLPEndpoint, when set, exports request spans over OTLP/gRPC to it
-	// (host:port); tracing is off by default.
+	// OTLPEndpoint (otlp_endpoint), when set, exports request spans to
+	// this collector: host:port for OTLP/gRPC in cleartext, or an http://
+	// or https:// URL (telemetry.ParseEndpoint). Empty leaves tracing to
+	// the OTEL_* environment, and off without it.
 	OTLPEndpoint string
 
 	// Cluster makes the node a member of its DC's raft cluster; off while
@@ -129,6 +132,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Drain.validate(); err != nil {
 		return err
+	}
+	if c.OTLPEndpoint != "" {
+		if _, err := telemetry.ParseEndpoint(c.OTLPEndpoint, ""); err != nil {
+			return fmt.Errorf("%w: otlp_endpoint: %w", ErrConfig, err)
+		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("%w: tls_cert and tls_key go together", ErrConfig)

@@ -39,7 +39,7 @@ func (n *Node) engineEvents(idx fleet.Index) (func(ctx context.Context, w routin
 	if g, ok := idx.(fleet.Gate); ok {
 		sink = gatedSink{idx: idx, gate: g}
 	}
-	m, err := vllmevents.NewMetrics(n.metrics.Registry)
+	m, err := vllmevents.NewMetrics(n.metrics.Registerer())
 	if err != nil {
 		return nil, err
 	}

@@ -315,13 +315,13 @@ func BenchmarkNodeAddedLatency(b *testing.B) {
 }
 
 // latPhases are the phases of the node's routing decision reported by
-// BenchmarkNodeAddedLatency, from kvrouter_router_overhead_milliseconds:
+// BenchmarkNodeAddedLatency, from kvrouter_router_overhead_seconds:
 // the mean time Route spent on them per request, which tells how much of
 // the added latency is the decision and how much the HTTP edge, parsing
 // and proxying around it.
 var latPhases = [...]string{"hashing", "matching", "scheduling", "total"}
 
-// phaseTime is a histogram's sum (in milliseconds) and count.
+// phaseTime is a histogram's sum (in seconds) and count.
 type phaseTime struct {
 	sum   float64
 	count uint64
@@ -335,7 +335,7 @@ func (p phaseTime) meanMicros() float64 {
 	if p.count == 0 {
 		return 0
 	}
-	return p.sum * 1000 / float64(p.count)
+	return p.sum * 1e6 / float64(p.count)
 }
 
 // readPhases reads the decision phase histograms of the node's metrics.

@@ -13,8 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/fleet"
@@ -85,7 +84,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	if err := secure.Check(cfg.listeners(), cfg.Exposure.Insecure, log); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	n := &Node{cfg: cfg, log: log, metrics: metrics.New(), ready: make(chan struct{}), ended: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.New(metrics.WithConstLabels(prometheus.Labels{"dc": cfg.DC, "node": cfg.NodeID})), ready: make(chan struct{}), ended: make(chan struct{})}
 	n.metrics.SetIdentity(cfg.NodeID, cfg.DC)
 	var err error
 	if n.tls, err = n.edgeTLS(); err != nil {
@@ -311,25 +310,6 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 		err = nil
 	}
 	return err
-}
-
-// tracing installs an OTLP exporter when configured and returns its
-// shutdown.
-func (n *Node) tracing(ctx context.Context, fcfg *frontend.Config) (func(), error) {
-	if n.cfg.OTLPEndpoint == "" {
-		return func() {}, nil
-	}
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(n.cfg.OTLPEndpoint), otlptracegrpc.WithInsecure())
-	if err != nil {
-		return nil, fmt.Errorf("otlp_endpoint %s: %w", n.cfg.OTLPEndpoint, err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-	fcfg.TracerProvider = tp
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tp.Shutdown(sctx)
-	}, nil
 }
 
 func (n *Node) natsState(up bool) {

@@ -62,7 +62,7 @@ func TestUnauthenticatedSessionDeleteFails(t *testing.T) {
 // metrics page.
 func refusals(t *testing.T, page, scope, reason string) int {
 	t.Helper()
-	re := regexp.MustCompile(`kvrouter_edge_auth_refusals_total\{reason="` + reason + `",scope="` + scope + `"\} (\d+)`)
+	re := regexp.MustCompile(`kvrouter_edge_auth_refusals_total\{[^}]*reason="` + reason + `",[^}]*scope="` + scope + `"[^}]*\} (\d+)`)
 	m := re.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no %s/%s series on the metrics page", scope, reason)

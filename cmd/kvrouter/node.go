@@ -47,7 +47,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.EngineDNS, "engine-dns", nil, "find engines by DNS (repeatable): name=HOST (A/AAAA) or srv=NAME, with port=8000, model=M, block-size=16, kv-events-port=P, replay-port=P, metrics-path=/metrics, dp-size=1, scheme=http; re-resolved every 10s")
 	fs.StringVar(&c.EngineDNSServer, "engine-dns-server", "", "host:port of the DNS server --engine-dns asks (default: the system's resolver)")
 	fs.StringArrayVar(&c.Tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer.json and tokenizer_config.json, so text prompts are routed by the engine's own token blocks (without one: text blocks)")
-	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export request spans over OTLP/gRPC to host:port (off when empty)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export request spans to this OTLP collector: host:port (gRPC, cleartext) or an http:// or https:// URL (protocol from OTEL_EXPORTER_OTLP_PROTOCOL, gRPC by default); empty: the OTEL_* environment decides, off without it")
 	cc := &c.Cluster
 	fs.StringVar(&cc.RaftAddr, "raft-addr", "", "run as a member of the DC's raft cluster, with raft on this address (off when empty)")
 	fs.StringVar(&cc.APIAddr, "cluster-api-addr", "", "cluster API (gRPC: write forwarding, kvrouter cluster) listen address")

@@ -64,6 +64,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	f.registerNATS(fs)
 	f.registerEdges(fs)
 	f.registerSecurity(fs)
+	f.registerTelemetry(fs)
 	f.log.register(fs)
 }
 

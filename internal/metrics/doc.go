@@ -11,5 +11,14 @@
 // each (reference.go), so no component records anything twice. A nil *Metrics is valid and records nothing, so library code
 // and tests need not build one.
 //
+// Every family is registered through Metrics.Registerer, which adds the
+// set's constant labels (WithConstLabels: a node's dc and node) and keeps
+// the family in the catalogue: docs/metrics.md is generated from it (see
+// TestMetricsDoc), and the lint test checks every family, series or not,
+// against promlint's rules (what `promtool check metrics` checks).
+// Families are named in base units (seconds, not milliseconds).
+//
 // Concurrency: safe for concurrent use (Prometheus collectors are).
 package metrics
+
+//go:generate env KVR_UPDATE_DOCS=1 go test -run TestMetricsDoc .

@@ -12,6 +12,12 @@ import (
 // Metrics is the node's metric set on its own registry.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// constLabels go on every series registered through Registerer.
+	constLabels prometheus.Labels
+	families    families
+	// Serving holds the in-flight, duration and engine-reported cache
+	// families (requests.go).
+	Serving Serving
 
 	// Requests counts finished client requests by model, endpoint and
 	// outcome ("ok", "client_error", "server_error", "canceled").
@@ -78,26 +84,29 @@ type Metrics struct {
 // latencyBuckets span 1 ms to about 65 s.
 var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
 
-// overheadBuckets span 1 µs to about 65 ms, in milliseconds.
-var overheadBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
+// overheadBuckets span 1 µs to about 65 ms.
+var overheadBuckets = prometheus.ExponentialBuckets(1e-6, 2, 17)
 
 var tokenBuckets = prometheus.ExponentialBuckets(16, 2, 15)
 
 // New builds the metric set on a fresh registry, with the Go runtime and
 // process collectors.
-func New() *Metrics {
+func New(opts ...Option) *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
 	m := &Metrics{Registry: r}
+	for _, o := range opts {
+		o(m)
+	}
+	f := m.register
 	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_frontend_requests_total", Help: "Client requests by model, endpoint and outcome."}, []string{"model", "endpoint", "outcome"})
 	m.TTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_time_to_first_token_seconds", Help: "Time from request arrival to the first streamed token.", Buckets: latencyBuckets}, []string{"model"})
 	m.ITL = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_inter_token_latency_seconds", Help: "Mean time between streamed tokens of a request.", Buckets: latencyBuckets}, []string{"model"})
 	m.InputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_input_tokens", Help: "Prompt tokens per request.", Buckets: tokenBuckets}, []string{"model"})
 	m.OutputTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_frontend_output_tokens", Help: "Generated tokens per request.", Buckets: tokenBuckets}, []string{"model"})
 	m.Tokenized = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_frontend_tokenized_total", Help: "Routed requests by how their tokens were known (client, exact, approximate, failed)."}, []string{"outcome"})
-	m.PredictedHitRate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_predicted_kv_hit_ratio", Help: "Share of the prompt's blocks cached on the chosen worker, as the index predicted.", Buckets: prometheus.LinearBuckets(0, 0.1, 11)}, []string{"model"})
-	m.Overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_overhead_milliseconds", Help: "Routing overhead by phase (hashing, matching, scheduling, total).", Buckets: overheadBuckets}, []string{"phase"})
+	m.PredictedHitRate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_predicted_kv_hit_ratio", Help: "Share of the prompt's blocks cached on the chosen worker, as the index predicted.", Buckets: hitRatioBuckets}, []string{"model"})
+	m.Overhead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_router_overhead_seconds", Help: "Routing overhead by phase (hashing, matching, scheduling, total).", Buckets: overheadBuckets}, []string{"phase"})
 	m.EngineUnreachable = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_router_engine_unreachable_total", Help: "Requests whose chosen engine could not be reached (nothing sent), each routed once more elsewhere."})
 	m.WorkerActivePrefillTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens", Help: "Prompt tokens routed to the worker rank and not yet prefilled."}, []string{"worker", "rank"})
 	m.WorkerActiveDecodeBlocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_decode_blocks", Help: "KV blocks held by active requests on the worker rank."}, []string{"worker", "rank"})
@@ -117,9 +126,10 @@ func New() *Metrics {
 	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
 	f(m.RaftIndexErrors)
 	m.registerEngineSecurity(f)
-	m.Security = NewSecurity(r)
+	m.Security = NewSecurity(m.Registerer())
 	m.reference = newReferenceCollector(m)
 	f(m.reference)
+	m.Serving = m.newRequests()
 	return m
 }
 
@@ -133,7 +143,7 @@ func (m *Metrics) ObserveOverhead(phase string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.Overhead.WithLabelValues(phase).Observe(float64(d) / float64(time.Millisecond))
+	m.Overhead.WithLabelValues(phase).Observe(d.Seconds())
 }
 
 // Event counts one handled KV event.

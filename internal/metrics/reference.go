@@ -36,6 +36,9 @@ type mirror struct {
 	labels     []label
 	// only keeps the kvrouter series whose label from has value.
 	only [2]string
+	// scale multiplies a histogram's sum and bucket bounds: 1000 for the
+	// reference's families in ms read from kvrouter's in seconds (0: 1).
+	scale float64
 }
 
 func from(name, src string) label    { return label{name: name, from: src} }
@@ -75,7 +78,7 @@ var referenceMirrors = []mirror{
 
 func overhead(name, phase, help string) mirror {
 	return mirror{name: name, help: help, src: func(m *Metrics) prometheus.Collector { return m.Overhead },
-		labels: []label{routerID, namespace}, only: [2]string{"phase", phase}}
+		labels: []label{routerID, namespace}, only: [2]string{"phase", phase}, scale: 1000}
 }
 
 func worker(name, help string, src func(m *Metrics) prometheus.Collector) mirror {
@@ -166,7 +169,7 @@ func (mr *mirror) read(m *Metrics, id *identity) []*series {
 			byKey[key] = s
 			order = append(order, key)
 		}
-		s.add(&d)
+		s.add(&d, mr.scale)
 	}
 	slices.Sort(order)
 	out := make([]*series, len(order))
@@ -191,14 +194,17 @@ func (mr *mirror) labelValues(src map[string]string, id *identity) []string {
 	return vals
 }
 
-func (s *series) add(d *dto.Metric) {
+func (s *series) add(d *dto.Metric, scale float64) {
+	if scale == 0 {
+		scale = 1
+	}
 	switch {
 	case d.Histogram != nil:
 		s.hist = true
 		s.count += d.Histogram.GetSampleCount()
-		s.sum += d.Histogram.GetSampleSum()
+		s.sum += d.Histogram.GetSampleSum() * scale
 		for _, b := range d.Histogram.GetBucket() {
-			s.buckets[b.GetUpperBound()] += b.GetCumulativeCount()
+			s.buckets[b.GetUpperBound()*scale] += b.GetCumulativeCount()
 		}
 	case d.Counter != nil:
 		s.value += d.Counter.GetValue()

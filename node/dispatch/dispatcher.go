@@ -137,18 +137,9 @@ func (d *Dispatcher) Unbind(ctx context.Context, sessionID string) error {
 // plane's to clean. Requests still in flight on the engine free nothing
 // more when they finish.
 func (d *Dispatcher) RemoveEngine(id routing.WorkerID) {
-	d.mu.Lock()
-	var gone []routing.Worker
-	for w := range d.workers {
-		if w.ID == id {
-			gone = append(gone, w)
-			delete(d.workers, w)
-		}
-	}
-	d.mu.Unlock()
-	for _, w := range gone {
-		d.core.RemoveWorker(w)
-		d.obs.dropWorker(w)
+	for _, r := range d.forgetRanks(id) {
+		d.core.RemoveWorker(r.w)
+		d.obs.dropWorker(r.labels, r.inUse)
 	}
 	d.lives.end(id, nil)
 	d.invalidateEngine(id)

@@ -25,6 +25,8 @@ type fakeEngines struct {
 	known   map[string]bool
 	ranks   map[string][]routing.WorkerInfo
 	loads   map[routing.Worker]routing.Load
+	// urls overrides the endpoints of some engines.
+	urls map[routing.WorkerID]string
 }
 
 type fakeEngine struct {
@@ -106,6 +108,9 @@ func (f *fakeEngines) Endpoint(id routing.WorkerID) (string, bool) {
 	defer f.mu.Unlock()
 	if _, ok := f.engines[id]; !ok {
 		return "", false
+	}
+	if u, ok := f.urls[id]; ok {
+		return u, true
 	}
 	return fmt.Sprintf("http://engine-%d:8000", id), true
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,16 +81,15 @@ type phases struct {
 	start, hashed, matched, scheduled time.Time
 }
 
-// overhead records one decision's phase durations in milliseconds.
+// overhead records one decision's phase durations in seconds.
 func (o *observers) overhead(p *phases) {
 	if o.m == nil {
 		return
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	o.hashing.Observe(ms(p.hashed.Sub(p.start)))
-	o.matching.Observe(ms(p.matched.Sub(p.hashed)))
-	o.scheduling.Observe(ms(p.scheduled.Sub(p.matched)))
-	o.total.Observe(ms(p.scheduled.Sub(p.start)))
+	o.hashing.Observe(p.hashed.Sub(p.start).Seconds())
+	o.matching.Observe(p.matched.Sub(p.hashed).Seconds())
+	o.scheduling.Observe(p.scheduled.Sub(p.matched).Seconds())
+	o.total.Observe(p.scheduled.Sub(p.start).Seconds())
 }
 
 // hitRate records the chosen worker's predicted cached share.
@@ -116,19 +116,31 @@ func (o *observers) bindings(b Bindings) {
 	o.m.SessionBindings.Set(float64(b.Len()))
 }
 
-// labels renders a worker as its gauge labels.
-func labels(w routing.Worker) (string, string) {
-	return strconv.FormatUint(uint64(w.ID), 10), strconv.FormatUint(uint64(w.Rank), 10)
+// labels renders a worker as its gauge labels: the engine's endpoint URL
+// (what the operator configured or the engine announced, stable across
+// restarts of the engine and of the router, unlike the engine id an
+// engine may draw at random when it starts) and the rank. An engine whose
+// endpoint is unknown is named by its id.
+func (d *Dispatcher) labels(w routing.Worker) workerLabels {
+	name, ok := d.engines.Endpoint(w.ID)
+	if name = strings.TrimSuffix(name, "/"); !ok || name == "" {
+		name = strconv.FormatUint(uint64(w.ID), 10)
+	}
+	return workerLabels{name: name, rank: strconv.FormatUint(uint64(w.Rank), 10)}
 }
 
-// dropWorker deletes a removed worker's gauges.
-func (o *observers) dropWorker(w routing.Worker) {
-	if o.m == nil {
+// workerLabels are a rank's worker and rank label values.
+type workerLabels struct{ name, rank string }
+
+// dropWorker deletes a removed worker's gauges, unless inUse says that
+// another live rank has the same labels (an engine that restarted on the
+// same endpoint with a new id before the old one was removed).
+func (o *observers) dropWorker(l workerLabels, inUse bool) {
+	if o.m == nil || inUse {
 		return
 	}
-	id, rank := labels(w)
-	o.m.WorkerActivePrefillTokens.DeleteLabelValues(id, rank)
-	o.m.WorkerActiveDecodeBlocks.DeleteLabelValues(id, rank)
+	o.m.WorkerActivePrefillTokens.DeleteLabelValues(l.name, l.rank)
+	o.m.WorkerActiveDecodeBlocks.DeleteLabelValues(l.name, l.rank)
 }
 
 // workerGauges are one rank's load gauges. mu orders the read of the
@@ -136,6 +148,7 @@ func (o *observers) dropWorker(w routing.Worker) {
 // newest load and the gauges never keep a stale value.
 type workerGauges struct {
 	mu              sync.Mutex
+	labels          workerLabels
 	prefill, decode prometheus.Gauge
 }
 
@@ -164,11 +177,10 @@ func (d *Dispatcher) gauges(w routing.Worker) *workerGauges {
 	if g = d.workers[w]; g != nil {
 		return g
 	}
-	g = &workerGauges{}
+	g = &workerGauges{labels: d.labels(w)}
 	if m := d.obs.m; m != nil {
-		id, rank := labels(w)
-		g.prefill = m.WorkerActivePrefillTokens.WithLabelValues(id, rank)
-		g.decode = m.WorkerActiveDecodeBlocks.WithLabelValues(id, rank)
+		g.prefill = m.WorkerActivePrefillTokens.WithLabelValues(g.labels.name, g.labels.rank)
+		g.decode = m.WorkerActiveDecodeBlocks.WithLabelValues(g.labels.name, g.labels.rank)
 	}
 	d.workers[w] = g
 	return g
@@ -200,3 +212,30 @@ func (o decisionObserver) Affinity(ev policy.AffinityEvent, n int) {
 
 // Unreachable implements policy.Observer.
 func (o decisionObserver) Unreachable(routing.WorkerID) { o.d.obs.engineUnreachable() }
+
+// forgottenRank is a removed rank and its gauges' labels; inUse says that
+// another live rank has the same labels.
+type forgottenRank struct {
+	w      routing.Worker
+	labels workerLabels
+	inUse  bool
+}
+
+// forgetRanks removes engine id's ranks from the gauge table.
+func (d *Dispatcher) forgetRanks(id routing.WorkerID) []forgottenRank {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var gone []forgottenRank
+	for w, g := range d.workers {
+		if w.ID == id {
+			gone = append(gone, forgottenRank{w: w, labels: g.labels})
+			delete(d.workers, w)
+		}
+	}
+	for i := range gone {
+		for _, g := range d.workers {
+			gone[i].inUse = gone[i].inUse || g.labels == gone[i].labels
+		}
+	}
+	return gone
+}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,9 @@ func TestLoadFreedOnDone(t *testing.T) {
 			if l := f.active(w); l.ActiveRequests != 1 || l.PrefillTokens != 100 {
 				t.Fatalf("booked load %+v, want 1 request of 100 prefill tokens", l)
 			}
-			id, rank := labels(w)
+			// Gauges name the engine by its endpoint URL, stable across
+			// restarts, not by its id.
+			id, rank := fmt.Sprintf("http://engine-%d:8000", w.ID), strconv.Itoa(int(w.Rank))
 			if g := testutil.ToFloat64(f.m.WorkerActivePrefillTokens.WithLabelValues(id, rank)); g != 100 {
 				t.Errorf("prefill gauge %v, want 100", g)
 			}

@@ -139,11 +139,13 @@ type fakeEngine struct {
 	// https serves the engine over TLS with httptest's certificate.
 	https bool
 
-	mu       sync.Mutex
-	bodies   [][]byte
-	ids      []string
-	auths    []string
-	canceled chan struct{}
+	mu     sync.Mutex
+	bodies [][]byte
+	ids    []string
+	auths  []string
+	// traceparents are the requests' traceparent headers.
+	traceparents []string
+	canceled     chan struct{}
 }
 
 func newFakeEngine(t *testing.T, configure func(*fakeEngine)) *fakeEngine {
@@ -166,6 +168,7 @@ func (e *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	e.bodies = append(e.bodies, body)
 	e.ids = append(e.ids, r.Header.Get("X-Request-Id"))
 	e.auths = append(e.auths, r.Header.Get("Authorization"))
+	e.traceparents = append(e.traceparents, r.Header.Get("Traceparent"))
 	e.mu.Unlock()
 	if e.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+e.apiKey {
 		w.WriteHeader(http.StatusUnauthorized)

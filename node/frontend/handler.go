@@ -44,9 +44,9 @@ func (s *Server) completionHandler(ep oaiedge.Endpoint) http.HandlerFunc {
 			obs: observation{promptTokens: -1, completionTokens: -1}}
 		x.id = s.requestID(r)
 		w.Header().Set("X-Request-Id", x.id)
-		ctx, span := s.tracer.Start(r.Context(), "kvrouter.frontend "+ep.Path(),
-			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("kvrouter.request_id", x.id)))
+		ctx, span := s.startRequest(r, ep, x.id)
 		x.span = span
+		x.begin()
 		defer x.finish()
 		x.serve(ctx)
 	}
@@ -74,7 +74,7 @@ func (x *exchange) serve(ctx context.Context) {
 		x.fail(err)
 		return
 	}
-	if x.dec, err = x.s.router.Route(ctx, req); err != nil {
+	if x.dec, err = x.route(ctx, req); err != nil {
 		x.fail(err)
 		return
 	}
@@ -97,7 +97,7 @@ func (x *exchange) serve(ctx context.Context) {
 // as if the engine had left. The error is for the new decision's Done.
 func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
 	x.rerouted = true
-	dec, err := x.s.router.Route(ctx, req)
+	dec, err := x.route(ctx, req)
 	if err != nil {
 		x.fail(err)
 		return err

@@ -13,7 +13,12 @@ type observation struct {
 	// promptTokens and completionTokens come from the usage object, -1
 	// when the engine sent none.
 	promptTokens, completionTokens int
-	sawDone                        bool
+	// cachedTokens is usage.prompt_tokens_details.cached_tokens, the
+	// prompt tokens the engine found in its prefix cache; hasCached says
+	// whether the engine sent it.
+	cachedTokens int
+	hasCached    bool
+	sawDone      bool
 	// streamError reports an error event from the engine.
 	streamError bool
 }
@@ -33,6 +38,7 @@ func (x *exchange) record() {
 	}
 	m := x.s.observers.forModel(x.model)
 	m.requests[x.ep][outcomeIndex(x.status)].Inc()
+	x.recordServing(m)
 	if x.model == "" || x.dec == nil {
 		return
 	}
@@ -127,6 +133,8 @@ func (o *observation) usage(s *scanner) error {
 			v, err := s.uint(1 << 31)
 			o.completionTokens = int(v)
 			return err
+		case "prompt_tokens_details":
+			return o.promptDetails(s)
 		}
 		return s.skip()
 	})

@@ -33,6 +33,11 @@ type modelObservers struct {
 	requests      [oaiedge.NumEndpoints][len(outcomes)]prometheus.Counter // by endpoint, outcome
 	input, output prometheus.Observer
 	ttft, itl     prometheus.Observer
+	// duration is by endpoint and outcome; cached and hit are the
+	// engine-reported cache figures (serving.go).
+	duration [oaiedge.NumEndpoints][len(outcomes)]prometheus.Observer
+	cached   prometheus.Counter
+	hit      prometheus.Observer
 }
 
 // observerCache holds the children per model label. Only models the router
@@ -64,8 +69,11 @@ func (c *observerCache) forModel(model string) *modelObservers {
 	for ep := range o.requests {
 		for i, oc := range outcomes {
 			o.requests[ep][i] = c.m.Requests.WithLabelValues(model, oaiedge.Endpoint(ep).Path(), oc)
+			o.duration[ep][i] = c.m.Serving.Duration.WithLabelValues(model, oaiedge.Endpoint(ep).Path(), oc)
 		}
 	}
+	o.cached = c.m.Serving.EngineCachedTokens.WithLabelValues(model)
+	o.hit = c.m.Serving.EngineHitRatio.WithLabelValues(model)
 	if c.models == nil {
 		c.models = make(map[string]*modelObservers)
 	}

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -25,7 +25,9 @@ const MaxResponseBytes = 256 << 20
 
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
-func (x *exchange) proxy(ctx context.Context) error {
+func (x *exchange) proxy(ctx context.Context) (err error) {
+	ctx, span := x.startUpstream(ctx)
+	defer func() { endUpstream(span, err) }()
 	// WorkerHeader tells the client which engine rank served it: operators
 	// use it to debug affinity and cache placement, and it carries nothing
 	// the client could not learn from latency anyway.
@@ -147,7 +149,7 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
+	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	return req, nil
 }
 

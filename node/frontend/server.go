@@ -93,7 +93,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	}
 	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
 	s.idPrefix = randomPrefix()
-	s.handler = s.routes()
+	s.handler = s.withTracing(s.routes())
 	s.admin = s.adminRoutes()
 	return s, nil
 }
@@ -109,7 +109,7 @@ func (s *Server) setupEdge() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if s.metrics != nil {
-		s.edge = metrics.NewEdge(s.metrics.Registry)
+		s.edge = metrics.NewEdge(s.metrics.Registerer())
 		s.access.Refused = func(scope oaiedge.Scope, reason string) { s.edge.Refused(scope.String(), reason) }
 	}
 	return nil
@@ -251,7 +251,7 @@ func (s *Server) httpServer(base context.Context, h http.Handler, ln net.Listene
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    oaiedge.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelError),
 	}
 }
 

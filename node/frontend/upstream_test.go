@@ -13,10 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
@@ -178,33 +174,6 @@ func TestEngineUnreachable(t *testing.T) {
 	}
 	if code := get(t, ts, "/health"); code != 200 {
 		t.Fatalf("health %d", code)
-	}
-}
-
-func TestSpanPerRequest(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer func() { _ = tp.Shutdown(context.Background()) }()
-	ts, _, _ := setup(t, Config{TracerProvider: tp}, nil)
-	if resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":[1,2]}`, nil); resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(rec.Ended()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	spans := rec.Ended()
-	if len(spans) != 1 {
-		t.Fatalf("%d spans", len(spans))
-	}
-	want := map[attribute.Key]string{"gen_ai.request.model": "m", "kvrouter.worker": "7/1", "kvrouter.cached_blocks": "2"}
-	for _, kv := range spans[0].Attributes() {
-		if v, ok := want[kv.Key]; ok && kv.Value.Emit() == v {
-			delete(want, kv.Key)
-		}
-	}
-	if len(want) != 0 {
-		t.Fatalf("missing attributes %v in %v", want, spans[0].Attributes())
 	}
 }
 

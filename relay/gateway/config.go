@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/tokenize"
@@ -106,6 +109,12 @@ type Config struct {
 
 	// Edge is who may call the gateway and how sessions are named.
 	Edge EdgeConfig
+	// MetricLabels are constant labels on every series of the gateway's
+	// metrics (a relay sets dc and relay).
+	MetricLabels prometheus.Labels
+	// TracerProvider supplies the gateway's spans (tracing.go); nil means
+	// none, and the incoming trace context is then passed on unchanged.
+	TracerProvider trace.TracerProvider
 }
 
 // EnsureDefaults fills zero fields.

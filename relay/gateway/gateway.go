@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 )
@@ -48,6 +50,8 @@ type Gateway struct {
 	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
 	intercept func(consumer.LaneView) (float64, bool)
+	// tracer starts the gateway's spans (tracing.go).
+	tracer trace.Tracer
 }
 
 // New validates cfg and builds a Gateway; call Serve or Run to start its
@@ -58,7 +62,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, remotes: map[string]Remote{}, blocks: map[string]int{},
-		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(),
+		nodes: newNodePool(cfg.Nodes), metrics: NewMetrics(cfg.MetricLabels),
 		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: oaiedge.BodyReadTimeout, Now: cfg.Now}}
 	dcs := []string{cfg.DC}
 	for _, r := range cfg.Remotes {
@@ -78,10 +82,11 @@ func New(cfg Config) (*Gateway, error) {
 		rt = g.transport
 	}
 	g.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
+	g.tracer = cfg.tracer()
 	if err := g.setupEdge(); err != nil {
 		return nil, err
 	}
-	g.handler = g.routes()
+	g.handler = g.withTracing(g.routes())
 	g.admin = g.adminRoutes()
 	return g, nil
 }
@@ -130,7 +135,7 @@ func (g *Gateway) setupEdge() error {
 	if g.sessionKeys, err = g.cfg.Edge.SessionKeys.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	g.edge = metrics.NewEdge(g.metrics.Registry)
+	g.edge = metrics.NewEdge(g.metrics.Registerer())
 	g.access.Refused = func(scope oaiedge.Scope, reason string) { g.edge.Refused(scope.String(), reason) }
 	return nil
 }

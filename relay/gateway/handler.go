@@ -21,6 +21,8 @@ type exchange struct {
 // completionHandler serves one of the two completion endpoints.
 func (g *Gateway) completionHandler(ep oaiedge.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r, span := g.startRequest(r, ep)
+		defer span.End()
 		x := &exchange{g: g, w: w, r: r, rc: http.NewResponseController(w), ep: ep}
 		x.serve()
 	}
@@ -55,7 +57,7 @@ func (x *exchange) serve() {
 	x.session = s.Key()
 	g.exactTokens(req, x.ep, x.body)
 	start := g.cfg.Now()
-	t := x.target(req, start)
+	t := x.decide(req, start)
 	// The decision was the last reader of the token ids.
 	req.Release()
 	g.metrics.decisionTook(g.cfg.Now().Sub(start))

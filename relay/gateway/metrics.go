@@ -37,6 +37,8 @@ const (
 // Metrics is the gateway's metric set on its own registry.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// labelled is Registry with the constant labels (Registerer).
+	labelled prometheus.Registerer
 	// Requests counts completion requests by decision.
 	Requests *prometheus.CounterVec
 	// ForwardDepth is the remote prefix depth of each request the policy
@@ -58,8 +60,9 @@ type Metrics struct {
 	SessionLookups *prometheus.CounterVec
 }
 
-// NewMetrics registers the gateway's metrics on a fresh registry.
-func NewMetrics() *Metrics {
+// NewMetrics registers the gateway's metrics on a fresh registry, with
+// constLabels (the relay's dc and name) on every series.
+func NewMetrics(constLabels prometheus.Labels) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_gateway_requests_total",
@@ -77,7 +80,12 @@ func NewMetrics() *Metrics {
 				"confirmed, false_positive (summary said present, the DC said not bound), unsummarised (no fresh summary), failed."},
 			[]string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.ForwardDepth, m.DecisionSeconds, m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	m.labelled = prometheus.WrapRegistererWith(constLabels, m.Registry)
+	m.labelled.MustRegister(m.Requests, m.ForwardDepth, m.DecisionSeconds,
+		m.SessionPlacements, m.NodeRetries, m.SessionLookups)
+	for _, h := range []string{placeLocalBinding, placeRemoteBinding, placeHomeLocal, placeHomeRemote, placeTieBreak} {
+		m.SessionPlacements.WithLabelValues(h)
+	}
 	for _, o := range []string{LookupSkipped, LookupConfirmed, LookupFalsePositive, LookupUnsummarised, LookupFailed} {
 		m.SessionLookups.WithLabelValues(o)
 	}
@@ -86,6 +94,10 @@ func NewMetrics() *Metrics {
 	}
 	return m
 }
+
+// Registerer registers more of the relay's metrics (its edge and link
+// security counters) with the same constant labels.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.labelled }
 
 // Handler serves the registry.
 func (m *Metrics) Handler() http.Handler {

@@ -131,7 +131,10 @@ func (x *exchange) send(base, from string) (*http.Response, error) {
 	if from != "" {
 		req.Header.Set(ForwardedHeader, from)
 	}
-	return x.g.client.Do(req)
+	ctx, span := x.startForward(req.Context(), req.Header, base)
+	resp, err := x.g.client.Do(req.WithContext(ctx))
+	endForward(span, resp, err)
+	return resp, err
 }
 
 // relay streams an upstream answer to the client byte for byte: status,

@@ -106,7 +106,7 @@ func TestSummaryLocator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := NewMetrics()
+			m := NewMetrics(nil)
 			loc.SetMetrics(m)
 			dc, ok, err := loc.Locate(context.Background(), "s")
 			if (err != nil) != tt.wantErr || dc != tt.wantDC || ok != (tt.wantDC != "") {

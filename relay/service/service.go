@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,6 +25,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/secure"
+	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/consumer"
 	"github.com/kvrouter/kvrouter/relay/filter"
@@ -127,6 +129,10 @@ type Config struct {
 	// without it New refuses such a configuration.
 	Insecure bool
 	Log      *slog.Logger
+	// OTLPEndpoint (otlp_endpoint) exports the gateway's spans to this
+	// collector (telemetry.ParseEndpoint); empty leaves tracing to the
+	// OTEL_* environment, and off without it.
+	OTLPEndpoint string
 }
 
 // Validate checks the configuration; errors name the key.
@@ -234,6 +240,8 @@ type Relay struct {
 	// load is the local DC's load over every pool, refreshed by loads
 	// every HeartbeatInterval; the gateway reads it per request.
 	load atomic.Pointer[producer.Load]
+	// tracing exports the gateway's spans; Run shuts it down.
+	tracing *telemetry.Tracing
 }
 
 // New validates cfg and builds the relay's parts; Run starts them.
@@ -318,7 +326,14 @@ func New(cfg Config) (*Relay, error) {
 		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(grpcCreds(clusterTLS))}, Logger: r.log}, rng); err != nil {
 		return nil, err
 	}
-	return r, r.buildGateway()
+	if r.tracing, err = r.setupTracing(); err != nil {
+		return nil, err
+	}
+	if err := r.buildGateway(); err != nil {
+		_ = r.tracing.Shutdown()
+		return nil, err
+	}
+	return r, nil
 }
 
 // poolID names a pool of this relay's DC. Pools hash with the routing
@@ -351,14 +366,15 @@ func (r *Relay) buildGateway() error {
 	}
 	gw, err := gateway.New(gateway.Config{DC: cfg.DC, Nodes: cfg.Nodes, Remotes: remotes, Pools: cfg.Pools,
 		Policy: cfg.Policy, LocalIndex: local, RemoteIndex: r.cons, Sessions: loc, LocalLoad: r.localLoad,
-		Tokenizers: cfg.Tokenizers, Transport: r.upstream, Now: time.Now, Log: r.log, Edge: cfg.Edge})
+		Tokenizers: cfg.Tokenizers, Transport: r.upstream, Now: time.Now, Log: r.log, Edge: cfg.Edge,
+		TracerProvider: r.tracing.Provider, MetricLabels: prometheus.Labels{"dc": cfg.DC, "relay": cfg.Name}})
 	if err != nil {
 		return err
 	}
 	r.watchCerts(gw)
 	loc.SetMetrics(gw.Metrics())
 	r.gw = gw
-	r.sec.Register(gw.Metrics().Registry)
+	r.sec.Register(gw.Metrics().Registerer())
 	return nil
 }
 
@@ -485,6 +501,9 @@ func (r *Relay) run(ctx context.Context) error {
 		_ = c.Close()
 	}
 	r.upstream.CloseIdleConnections()
+	if terr := r.tracing.Shutdown(); terr != nil {
+		r.log.Warn("flushing spans", "err", terr)
+	}
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -1,0 +1,126 @@
+package frontend
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/internal/telemetry"
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
+
+// Span names of the frontend. A traced completion is otelhttp's HTTP
+// server span, the frontend's request span under it, and two children:
+// the routing decision and the engine call, whose trace context goes to
+// the engine in traceparent.
+const (
+	spanRequest  = "kvrouter.frontend "
+	spanRoute    = "kvrouter.route"
+	spanUpstream = "kvrouter.upstream"
+)
+
+// tracing reports whether a provider that records spans was configured
+// (the node always configures one, a no-op one when tracing is off).
+func (c *Config) tracing() bool {
+	if c.TracerProvider == nil {
+		return false
+	}
+	_, off := c.TracerProvider.(noop.TracerProvider)
+	return !off
+}
+
+// withTracing puts otelhttp's server span, with W3C trace context from the
+// client, around every route but the probes and /metrics, when spans are
+// recorded. Without them the handler is left bare, which costs nothing
+// per request; the trace context is still passed on (startRequest).
+func (s *Server) withTracing(h http.Handler) http.Handler {
+	if !s.cfg.tracing() {
+		return h
+	}
+	return otelhttp.NewHandler(h, "kvrouter.node", otelhttp.WithTracerProvider(s.cfg.TracerProvider),
+		otelhttp.WithPropagators(telemetry.Propagator), otelhttp.WithFilter(traced), otelhttp.WithSpanNameFormatter(spanName))
+}
+
+// traced leaves probes and scrapes out of the traces.
+func traced(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/health", "/ready", "/metrics":
+		return false
+	}
+	return true
+}
+
+// spanName is the method and, for the fixed API paths, the path; paths
+// with ids in them are not used, to keep span names few.
+func spanName(_ string, r *http.Request) string {
+	switch p := r.URL.Path; p {
+	case oaiedge.Chat.Path(), oaiedge.Completions.Path(), "/v1/models", "/v1/route/explain":
+		return r.Method + " " + p
+	}
+	return r.Method
+}
+
+// startRequest starts the request span: a child of otelhttp's span, or,
+// when there is none, of the client's traceparent.
+func (s *Server) startRequest(r *http.Request, ep oaiedge.Endpoint, id string) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	return s.tracer.Start(ctx, spanRequest+ep.Path(), trace.WithAttributes(attribute.String("kvrouter.request_id", id)))
+}
+
+// route asks the router for a decision under the route span. A request
+// whose own span records nothing (tracing off, or not sampled) gets no
+// child spans: they would record nothing either, and cost allocations on
+// every request.
+func (x *exchange) route(ctx context.Context, req *dispatch.Request) (*dispatch.Decision, error) {
+	if !x.span.IsRecording() {
+		return x.s.router.Route(ctx, req)
+	}
+	ctx, span := x.s.tracer.Start(ctx, spanRoute)
+	defer span.End()
+	dec, err := x.s.router.Route(ctx, req)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "no decision")
+		return nil, err
+	}
+	span.SetAttributes(attribute.String("kvrouter.worker", dec.Worker.String()),
+		attribute.Int("kvrouter.blocks", dec.Blocks), attribute.Int("kvrouter.cached_blocks", dec.CachedBlocks),
+		attribute.Bool("kvrouter.session_bound", dec.SessionBound))
+	return dec, nil
+}
+
+// startUpstream starts the engine call's span, unless the request's own
+// span records nothing (see route): the engine then gets the request
+// span's context, which is the client's when tracing is off.
+func (x *exchange) startUpstream(ctx context.Context) (context.Context, trace.Span) {
+	if !x.span.IsRecording() {
+		return ctx, x.span
+	}
+	ctx, span := x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("server.address", x.dec.EndpointURL), attribute.String("kvrouter.worker", x.dec.Worker.String())))
+	return ctx, span
+}
+
+// endUpstream records the engine call's outcome (the error proxy
+// returns) and ends its span (a no-op on the request span that stands in
+// for it when nothing records).
+func endUpstream(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "engine call failed")
+	}
+	span.End()
+}
