@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	readGitSHA()
 	dir, err := os.MkdirTemp("", "kvrouter-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,6 +74,26 @@ type member struct {
 	cmd                      *exec.Cmd
 	exited                   chan struct{}
 	starts                   int
+	// peerRaft and peerAPI are the addresses the other members reach this
+	// one at: its own, or a proxy's in front of them (see linknet).
+	peerRaft, peerAPI string
+}
+
+// peerEntry is the member's --peers value: the addresses others dial.
+func (m *member) peerEntry() string {
+	r, a := m.raft, m.api
+	if m.peerRaft != "" {
+		r, a = m.peerRaft, m.peerAPI
+	}
+	return fmt.Sprintf("%s=%s/%s", m.id, r, a)
+}
+
+// pid is the member's process id, 0 while it is down.
+func (m *member) pid() int {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
 }
 
 // dc is a DC's router cluster as processes, with its NATS server and
@@ -81,7 +102,13 @@ type dc struct {
 	t       *testing.T
 	name    string
 	nats    string
+	root    string
 	members []*member
+	// net, when set before the members start, puts a proxy in front of
+	// every member's raft and cluster API listeners (see linknet).
+	net *linknet
+	// bus is the DC's NATS server, in this process (nil while stopped).
+	bus *natsbus.Bus
 	// extra are more `kvrouter node` arguments for every member.
 	extra []string
 	mu    sync.Mutex
@@ -114,7 +141,7 @@ func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx c
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dc{t: t, name: name, nats: bus.URL(), extra: extra}
+	d := &dc{t: t, name: name, nats: bus.URL(), extra: extra, bus: bus}
 	root := t.TempDir() // before the cleanup below, so the logs outlive it
 	ectx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -127,24 +154,46 @@ func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx c
 		}
 		cancel()
 		wg.Wait()
-		bus.Close()
+		if d.bus != nil {
+			d.bus.Close()
+		}
 	})
 	engines(d, ectx, &wg)
-	var peers []string
-	for i := range nodes {
-		m := &member{id: fmt.Sprintf("%s-n%d", name, i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}
-		m.dir = filepath.Join(root, m.id)
-		m.log = filepath.Join(root, m.id+".log")
-		peers = append(peers, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.api))
-		d.members = append(d.members, m)
+	d.root = root
+	for range nodes {
+		d.members = append(d.members, d.newMember())
+	}
+	if d.net != nil {
+		for _, m := range d.members {
+			d.net.front(m)
+		}
 	}
 	for _, m := range d.members {
-		d.start(m, strings.Join(peers, ","))
+		d.start(m, d.peers())
 	}
 	for _, m := range d.members {
 		d.waitReady(m, 60*time.Second)
 	}
 	return d
+}
+
+// newMember names the next member and picks its addresses; it is not
+// started.
+func (d *dc) newMember() *member {
+	d.t.Helper()
+	m := &member{id: fmt.Sprintf("%s-n%d", d.name, len(d.members)+1), http: freeAddr(d.t), raft: freeAddr(d.t), api: freeAddr(d.t)}
+	m.dir = filepath.Join(d.root, m.id)
+	m.log = filepath.Join(d.root, m.id+".log")
+	return m
+}
+
+// peers is the --peers value of the current members.
+func (d *dc) peers() string {
+	var peers []string
+	for _, o := range d.members {
+		peers = append(peers, o.peerEntry())
+	}
+	return strings.Join(peers, ",")
 }
 
 func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string, id uint64) {
@@ -218,11 +267,7 @@ func childEnv() []string {
 // restart starts a killed member again on its data directory.
 func (d *dc) restart(m *member) {
 	d.t.Helper()
-	var peers []string
-	for _, o := range d.members {
-		peers = append(peers, fmt.Sprintf("%s=%s/%s", o.id, o.raft, o.api))
-	}
-	d.start(m, strings.Join(peers, ","))
+	d.start(m, d.peers())
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
