@@ -59,7 +59,7 @@ func runPartition(t *testing.T, name string, victimOf func(*dc) *member) {
 	rep := newReport(t, name, "1 DC × 3 nodes, proxied raft and API links")
 	rep.watchDC(d)
 	h := newHistory()
-	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed, fresh: 0.3})
+	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed, fresh: 0.3, timeout: 2 * time.Second})
 	step := phase(3 * time.Second)
 	time.Sleep(step)
 	victim := victimOf(d)
@@ -121,13 +121,19 @@ func TestS04FlappingPartitions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(rep.Seed, 4))
 	h := newHistory()
 	term0 := maxTerm(d)
-	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed, fresh: 0.3})
+	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed, fresh: 0.3, timeout: 2 * time.Second})
 	time.Sleep(phase(2*time.Second) / 2)
 	round := max(phase(2*time.Second)/2, time.Second)
 	start := h.now()
 	rep.FaultMS = start / 1e6
 	for i := range 10 {
-		l := d.leader()
+		// Each round replaces the previous partition, so a majority side
+		// always exists (three of five).
+		d.net.heal()
+		l := currentLeader(d, 30*time.Second)
+		if l == nil {
+			t.Fatalf("round %d: no leader", i)
+		}
 		peer := d.members[rng.IntN(len(d.members))]
 		for peer == l {
 			peer = d.members[rng.IntN(len(d.members))]
@@ -174,6 +180,26 @@ func TestS04FlappingPartitions(t *testing.T) {
 	}
 	rep.figure("goodput_per_s", int(float64(good)/flapping.Seconds()))
 	checkAll(t, d, h, rep)
+}
+
+// currentLeader is the live member that reports itself leader at the
+// highest term (a deposed leader may not know yet), or nil.
+func currentLeader(d *dc, within time.Duration) *member {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var best *member
+		var term uint64
+		for _, m := range d.live() {
+			if st, err := adminStatus(m.api); err == nil && st.GetState() == "Leader" && st.GetTerm() >= term {
+				best, term = m, st.GetTerm()
+			}
+		}
+		if best != nil {
+			return best
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
 }
 
 // maxTerm is the highest raft term a live member reports.

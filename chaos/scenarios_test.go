@@ -18,9 +18,10 @@ func TestS01LeaderKillDuringBinds(t *testing.T) {
 	}
 	d := startDC(t, 3)
 	rep := newReport(t, "S01 LeaderKillDuringBinds", "1 DC × 3 nodes")
-	h := bindLoadAround(t, d, rep, func(step time.Duration) {
+	h := bindLoadAround(t, d, rep, func(step time.Duration, mark func()) {
 		victim := d.leader()
 		t.Logf("killing leader %s", victim.id)
+		mark()
 		d.kill(victim)
 		time.Sleep(step)
 		t.Logf("restarting %s", victim.id)
@@ -42,9 +43,10 @@ func TestS02LeaderPauseDuringBinds(t *testing.T) {
 	}
 	d := startDC(t, 3)
 	rep := newReport(t, "S02 LeaderPauseDuringBinds", "1 DC × 3 nodes")
-	h := bindLoadAround(t, d, rep, func(time.Duration) {
+	h := bindLoadAround(t, d, rep, func(_ time.Duration, mark func()) {
 		victim := d.leader()
 		t.Logf("pausing leader %s", victim.id)
+		mark()
 		d.signal(victim, syscall.SIGSTOP)
 		time.Sleep(3 * time.Second) // three election timeouts
 		t.Logf("resuming %s; leader now %s", victim.id, d.leader().id)
@@ -58,16 +60,15 @@ func TestS02LeaderPauseDuringBinds(t *testing.T) {
 // every node of d for a phase, then fault (given the phase), then another
 // phase, and returns the history. The report gets the fault's times and
 // the unavailability window.
-func bindLoadAround(t *testing.T, d *dc, rep *report, fault func(step time.Duration)) *history {
+func bindLoadAround(t *testing.T, d *dc, rep *report, fault func(step time.Duration, mark func())) *history {
 	t.Helper()
 	rep.watchDC(d)
 	h := newHistory()
 	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed, fresh: 0.1})
 	step := phase(3 * time.Second)
 	time.Sleep(step)
-	at := h.now()
-	rep.FaultMS = at / 1e6
-	fault(step)
+	var at int64
+	fault(step, func() { at = h.now(); rep.FaultMS = at / 1e6 })
 	rep.HealMS = h.now() / 1e6
 	time.Sleep(step)
 	stop()

@@ -253,20 +253,26 @@ func runVLLMScenario(t *testing.T, base string, engines []*vllmEngine) {
 	for i := 15; i < 20; i++ {
 		send(i)
 	}
-	eventually(t, "the node's index to equal every engine's cache", func() bool {
-		for _, p := range sent {
-			depths := explainDepths(t, base, p)
-			for _, e := range engines {
-				if depths[e.worker.String()] != e.trueDepth(t, p) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	eventually(t, "the node's index to equal every engine's cache", func() bool { return indexMatches(t, base, engines, sent) })
 	if n := metric(t, base, "kvrouter_vllmevents_replays_total") - replays; n != 1 {
 		t.Fatalf("%v replays after the publisher's gap, want exactly 1", n)
 	}
+}
+
+// indexMatches reports whether the node's index holds exactly each
+// engine's true cache for every prompt: the checker's index invariant
+// after a resync.
+func indexMatches(t *testing.T, base string, engines []*vllmEngine, prompts [][]uint32) bool {
+	t.Helper()
+	for _, p := range prompts {
+		depths := explainDepths(t, base, p)
+		for _, e := range engines {
+			if depths[e.worker.String()] != e.trueDepth(t, p) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // TestVLLMEnginesDeclaredStatically runs the scenario with the engines

@@ -120,6 +120,9 @@ type load struct {
 	// route one of the pool), so that binds keep reaching the leader
 	// throughout a run.
 	fresh float64
+	// timeout bounds one request (default 10 s); partition scenarios
+	// shorten it so that clients stuck on a minority move on.
+	timeout time.Duration
 }
 
 func (l *load) run(ctx context.Context) {
@@ -128,6 +131,9 @@ func (l *load) run(ctx context.Context) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(l.seed, uint64(ci)))
 			c := newClient(ci, l.h)
+			if l.timeout > 0 {
+				c.http.Timeout = l.timeout
+			}
 			next := freshBase * (ci + 1)
 			for ctx.Err() == nil {
 				m := l.d.pick(rng)
