@@ -230,15 +230,22 @@ func startEngineAt(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, d
 // start launches the member's process, appending to its log.
 func (d *dc) start(m *member, peers string) {
 	d.t.Helper()
+	d.startWith(m, "--peers", peers, "--bootstrap")
+}
+
+// startWith launches the member's process with the given cluster
+// arguments (--peers and --bootstrap, or --join).
+func (d *dc) startWith(m *member, cluster ...string) {
+	d.t.Helper()
 	logf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	m.cmd = exec.Command(binary, "node", "--dc", d.name, "--node-id", m.id, "--http-addr", m.http,
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
-		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
+		"--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
-	m.cmd.Args = append(m.cmd.Args, d.extra...)
+	m.cmd.Args = append(append(m.cmd.Args, cluster...), d.extra...)
 	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)
