@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +36,10 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	readGitSHA()
+	if err := parsePorts(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "kvrouter-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -57,14 +62,63 @@ func run(m *testing.M) int {
 
 // freeAddr returns a free loopback address below the ephemeral port
 // range, so that a member restarting on it can bind it again (see
-// internal/freeport).
+// internal/freeport); with KVR_CHAOS_PORTS=lo-hi, a port of that range.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	if chaosPorts.lo > 0 {
+		return chaosPorts.next(t)
+	}
 	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// portRange hands out the ports of KVR_CHAOS_PORTS in turn, skipping those
+// that do not bind, so that the suite never touches a port outside it.
+type portRange struct {
+	mu     sync.Mutex
+	lo, hi int
+	cur    int
+}
+
+var chaosPorts portRange
+
+// parsePorts reads KVR_CHAOS_PORTS ("lo-hi"); unset leaves the range off.
+func parsePorts() error {
+	v := os.Getenv("KVR_CHAOS_PORTS")
+	if v == "" {
+		return nil
+	}
+	lo, hi, ok := strings.Cut(v, "-")
+	l, err1 := strconv.Atoi(lo)
+	h, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || l < 1 || h > 65535 || h-l < 64 {
+		return fmt.Errorf("KVR_CHAOS_PORTS=%q: want lo-hi, at least 64 ports", v)
+	}
+	chaosPorts.lo, chaosPorts.hi, chaosPorts.cur = l, h, l
+	return nil
+}
+
+func (r *portRange) next(t *testing.T) string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range r.hi - r.lo + 1 {
+		port := r.cur
+		r.cur++
+		if r.cur > r.hi {
+			r.cur = r.lo
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			_ = ln.Close()
+			return addr
+		}
+	}
+	t.Fatalf("no free port left in KVR_CHAOS_PORTS %d-%d", r.lo, r.hi)
+	return ""
 }
 
 // member is one router node process.
@@ -137,7 +191,7 @@ func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
 // ready.
 func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx context.Context, wg *sync.WaitGroup), extra ...string) *dc {
 	t.Helper()
-	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: freeAddr(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +269,7 @@ func startEngineAt(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ type vllmEngine struct {
 }
 
 func startVLLMEngine(t *testing.T, id uint64) *vllmEngine {
-	return startVLLMEngineAt(t, id, "127.0.0.1:0", "tcp://"+freeAddr(t), "tcp://"+freeAddr(t))
+	return startVLLMEngineAt(t, id, freeAddr(t), "tcp://"+freeAddr(t), "tcp://"+freeAddr(t))
 }
 
 // startVLLMEngineAt runs an engine on the given HTTP, publisher and replay
@@ -79,7 +79,7 @@ func (e *vllmEngine) declaration() string {
 func startNodeProcess(t *testing.T, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(binary, append([]string{"node", "--http-addr", addr, "--nats-listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(binary, append([]string{"node", "--http-addr", addr, "--nats-listen", freeAddr(t)}, args...)...)
 	logf, err := os.CreateTemp(t.TempDir(), "node-*.log")
 	if err != nil {
 		t.Fatal(err)
