@@ -90,19 +90,24 @@ func runPartition(t *testing.T, name string, victimOf func(*dc) *member) {
 	checkAll(t, d, h, rep)
 }
 
-// minorityBinds counts the new bindings (first acknowledged operation of
-// a session) served through m that were sent in [from, to).
+// minorityBinds counts the sessions first tried through m in [from, to)
+// (no operation of them, acknowledged or not, was sent before) and
+// acknowledged there before to: bindings the isolated side could only
+// have made without a quorum.
 func minorityBinds(h *history, m *member, from, to int64) int {
-	seen := map[string]bool{}
+	first := map[string]op{}
+	for _, o := range h.ops {
+		if f, ok := first[o.session]; !ok || o.call < f.call {
+			first[o.session] = o
+		}
+	}
 	n := 0
-	for _, o := range sortedByReturn(h) {
-		if o.unknown {
-			continue
-		}
-		if !seen[o.session] && o.node == m.id && o.call >= from && o.call < to {
+	for _, o := range h.ops {
+		f := first[o.session]
+		if !o.unknown && o.node == m.id && f.node == m.id && f.call >= from && f.call < to && o.ret < to {
 			n++
+			first[o.session] = op{} // count a session once
 		}
-		seen[o.session] = true
 	}
 	return n
 }

@@ -125,6 +125,7 @@ func TestS17RollingUpgrade(t *testing.T) {
 
 	current := binary
 	binary = old // the members start on the previous release
+	t.Cleanup(func() { binary = current })
 	d := startNamedDC(t, "dcu", 3, 2)
 	binary = current
 	want := bindSessions(t, d, "v0", 30)
