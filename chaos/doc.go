@@ -32,40 +32,78 @@
 // not under test), except in S21, which kills an engine; the router nodes
 // are child processes whose logs are kept in the test's temporary
 // directory and printed on failure. Durations are short in `make test` and
-// longer under `make chaos` (KVR_CHAOS_SECONDS). Seeds are fixed and printed; KVR_CHAOS_SEED
-// replays one. On a linearizability failure the porcupine visualisation
-// is written next to the logs.
+// longer under `make chaos` (KVR_CHAOS_SECONDS). Seeds are fixed and
+// printed; KVR_CHAOS_SEED replays one. On a linearizability failure the
+// porcupine visualisation is written to the artifact directory. Child
+// processes get this process's environment without the suite's
+// KVR_CHAOS_* settings.
 //
-// The scenarios are named after the reliability plan: S01 kills the leader
-// during binds; S02 stops it with SIGSTOP for three election timeouts and
-// lets it continue, with the same checks; FullRestart kills every node at once and restarts them;
-// S21 kills an engine process (`kvrouter mocker`, the one scenario whose
-// engines are processes) under streaming load, or stops it with SIGSTOP,
-// and checks that every request sent after the kill (or after every node
-// dropped the paused engine) is served, that the requests the engine held
-// end then, that a session moves only off that engine, and that the
-// nodes' booked load returns to zero;
-// FederationRelayKillAndWANCut runs two DCs whose relays reach each other
-// through a delaying proxy per direction (internal/netem), cuts and
-// restores that WAN and kills one relay, and checks that each DC serves
-// its own traffic during the cut, that the summaries reconverge (a prefix
-// cached in one DC draws the other DC's request, which the gateway's
-// POST /v1/route/explain confirms before the request is sent), and that
-// no session is served by two DCs; RelayFailoverTwoPerDC runs two relays
-// per DC, kills one of the forwarding DC and then one of the serving DC
-// under traffic, and reports failures and summary staleness;
-// DrainLeaderDuringStreams sends SIGTERM to the leader during 50 streams
-// (readiness off before the listener closes, every stream complete or
-// ended by a shutting_down event, leadership moved before exit, no
-// acknowledged binding lost); BackupRestoreIntoFreshCluster runs `kvrouter
-// cluster backup` and `restore` between two clusters; RollingUpgrade
-// (make chaos only) upgrades a cluster of the previous release, built from
-// its git tag, one member at a time. OverloadBurst starts the nodes with
-// the admission queue (two policy classes, small per-worker limits) over
-// two slow engines, sends a burst of many times what they take at once
-// through every node, and checks that each request is served or refused
-// with 529, Retry-After and the structured policy-class body, that every
-// served session's binding survives, and that every queue drains. Child
-// processes get this process's
-// environment without the suite's KVR_CHAOS_* settings.
+// # Scenarios
+//
+// Each test is named after its row of the reliability plan (S01-S22; the
+// in-process tier S11-S16 lives in chaos/inproc), and docs/reliability.md
+// maps them with the command for each:
+//
+//   - S01 kills the leader during binds; S02 stops it with SIGSTOP for
+//     three election timeouts; FullClusterRestart kills every node at once.
+//   - S03 blackholes the leader's (LeaderIsolated) or a follower's
+//     (MinorityPartition) raft and cluster API links and heals them; S04
+//     flaps partitions of the leader and a random peer over five members
+//     for ten rounds. Both go through linknet, a loopback proxy in front of
+//     every member's listeners that tells the dialling member by the
+//     process owning the connection's other end (/proc), so one direction
+//     of one link can be cut.
+//   - S05 cuts the WAN between two DCs' relays; S06 degrades it (150 ±
+//     100 ms, 5 % loss as retransmission delays); S07 kills and restarts a
+//     relay (RelayFailoverTwoPerDC is its two-relays-per-DC form).
+//   - S08 makes an engine drop event batches (sequence gaps repaired by
+//     replay); S09 restarts an engine with an empty cache and its sequence
+//     at 0; both end with the node's index equal to every engine's true
+//     cache.
+//   - S10 stops the DC's NATS server under load and starts it again.
+//   - S17 adds and removes voters under load (MembershipChange) and
+//     upgrades a cluster of the previous release one member at a time
+//     (RollingUpgrade).
+//   - S18 replays a corpus of malformed requests against a live node (the
+//     parsers' fuzz targets are in internal/oaiedge); S19 sends huge
+//     bodies, prompts and chats; S20 holds connections trickling headers
+//     and bodies; S21 kills or pauses an engine mid-stream; S22 offers five
+//     times the S01 rate.
+//   - DrainLeaderDuringStreams and BackupRestoreIntoFreshCluster test the
+//     operations of the same names; OverloadBurst sends a burst of many
+//     times what two slow engines take at once through nodes running the
+//     admission queue (two policy classes) and checks that each request is
+//     served or refused with 529, Retry-After and the structured
+//     policy-class body, that every served binding survives, and that
+//     every queue drains.
+//
+// # One checker, one report
+//
+// checkAll is every bind scenario's checker: a substantial workload, no
+// session served by two engines, equal FSM state hashes (AdminStatus'
+// state_hash at the same applied index) on every live member, no lost
+// acknowledged binding, a linearizable history. Every run writes a report
+// (report.json in the test's artifact directory, kept with `go test
+// -artifacts`; a REPORT line in the log; a markdown row appended to the
+// file KVR_CHAOS_REPORT names): scenario, seed, git SHA, operations by
+// outcome, verdicts, unavailability windows (fault to the first new
+// binding acknowledged after it), times to converge (heal to every member
+// applying the leader's commit index), the scenario's own figures, and
+// the peak RSS, goroutines and open files of every node process, sampled
+// from /proc and the nodes' metrics.
+//
+// # Tiers
+//
+// `make test` runs S01, S02, FullClusterRestart, S05, S08, S09, S18, S21
+// and the operations tests in their short forms; every other scenario
+// skips unless KVR_CHAOS_SECONDS is set, as `make chaos` does.
+// KVR_CHAOS_PORTS=lo-hi confines the suite's listeners (nodes, NATS,
+// engines, proxies of the cluster links) to a port range; the WAN proxies
+// of internal/netem still take ephemeral ports. The suite needs only
+// loopback, so it runs in a private network namespace:
+//
+//	unshare -rn sh -c 'ip link set lo up && KVR_CHAOS_PORTS=20000-20999 make chaos'
+//
+// Child processes get this process's environment without the suite's
+// KVR_CHAOS_* settings.
 package chaos

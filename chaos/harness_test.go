@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	readGitSHA()
+	if err := parsePorts(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "kvrouter-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,14 +62,63 @@ func run(m *testing.M) int {
 
 // freeAddr returns a free loopback address below the ephemeral port
 // range, so that a member restarting on it can bind it again (see
-// internal/freeport).
+// internal/freeport); with KVR_CHAOS_PORTS=lo-hi, a port of that range.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	if chaosPorts.lo > 0 {
+		return chaosPorts.next(t)
+	}
 	addr, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// portRange hands out the ports of KVR_CHAOS_PORTS in turn, skipping those
+// that do not bind, so that the suite never touches a port outside it.
+type portRange struct {
+	mu     sync.Mutex
+	lo, hi int
+	cur    int
+}
+
+var chaosPorts portRange
+
+// parsePorts reads KVR_CHAOS_PORTS ("lo-hi"); unset leaves the range off.
+func parsePorts() error {
+	v := os.Getenv("KVR_CHAOS_PORTS")
+	if v == "" {
+		return nil
+	}
+	lo, hi, ok := strings.Cut(v, "-")
+	l, err1 := strconv.Atoi(lo)
+	h, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || l < 1 || h > 65535 || h-l < 64 {
+		return fmt.Errorf("KVR_CHAOS_PORTS=%q: want lo-hi, at least 64 ports", v)
+	}
+	chaosPorts.lo, chaosPorts.hi, chaosPorts.cur = l, h, l
+	return nil
+}
+
+func (r *portRange) next(t *testing.T) string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range r.hi - r.lo + 1 {
+		port := r.cur
+		r.cur++
+		if r.cur > r.hi {
+			r.cur = r.lo
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			_ = ln.Close()
+			return addr
+		}
+	}
+	t.Fatalf("no free port left in KVR_CHAOS_PORTS %d-%d", r.lo, r.hi)
+	return ""
 }
 
 // member is one router node process.
@@ -73,6 +128,26 @@ type member struct {
 	cmd                      *exec.Cmd
 	exited                   chan struct{}
 	starts                   int
+	// peerRaft and peerAPI are the addresses the other members reach this
+	// one at: its own, or a proxy's in front of them (see linknet).
+	peerRaft, peerAPI string
+}
+
+// peerEntry is the member's --peers value: the addresses others dial.
+func (m *member) peerEntry() string {
+	r, a := m.raft, m.api
+	if m.peerRaft != "" {
+		r, a = m.peerRaft, m.peerAPI
+	}
+	return fmt.Sprintf("%s=%s/%s", m.id, r, a)
+}
+
+// pid is the member's process id, 0 while it is down.
+func (m *member) pid() int {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
 }
 
 // dc is a DC's router cluster as processes, with its NATS server and
@@ -81,7 +156,13 @@ type dc struct {
 	t       *testing.T
 	name    string
 	nats    string
+	root    string
 	members []*member
+	// net, when set before the members start, puts a proxy in front of
+	// every member's raft and cluster API listeners (see linknet).
+	net *linknet
+	// bus is the DC's NATS server, in this process (nil while stopped).
+	bus *natsbus.Bus
 	// extra are more `kvrouter node` arguments for every member.
 	extra []string
 	mu    sync.Mutex
@@ -110,11 +191,11 @@ func startNamedDC(t *testing.T, name string, nodes, engines int) *dc {
 // ready.
 func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx context.Context, wg *sync.WaitGroup), extra ...string) *dc {
 	t.Helper()
-	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: freeAddr(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dc{t: t, name: name, nats: bus.URL(), extra: extra}
+	d := &dc{t: t, name: name, nats: bus.URL(), extra: extra, bus: bus}
 	root := t.TempDir() // before the cleanup below, so the logs outlive it
 	ectx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -127,24 +208,46 @@ func startDCWith(t *testing.T, name string, nodes int, engines func(d *dc, ctx c
 		}
 		cancel()
 		wg.Wait()
-		bus.Close()
+		if d.bus != nil {
+			d.bus.Close()
+		}
 	})
 	engines(d, ectx, &wg)
-	var peers []string
-	for i := range nodes {
-		m := &member{id: fmt.Sprintf("%s-n%d", name, i+1), http: freeAddr(t), raft: freeAddr(t), api: freeAddr(t)}
-		m.dir = filepath.Join(root, m.id)
-		m.log = filepath.Join(root, m.id+".log")
-		peers = append(peers, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.api))
-		d.members = append(d.members, m)
+	d.root = root
+	for range nodes {
+		d.members = append(d.members, d.newMember())
+	}
+	if d.net != nil {
+		for _, m := range d.members {
+			d.net.front(m)
+		}
 	}
 	for _, m := range d.members {
-		d.start(m, strings.Join(peers, ","))
+		d.start(m, d.peers())
 	}
 	for _, m := range d.members {
 		d.waitReady(m, 60*time.Second)
 	}
 	return d
+}
+
+// newMember names the next member and picks its addresses; it is not
+// started.
+func (d *dc) newMember() *member {
+	d.t.Helper()
+	m := &member{id: fmt.Sprintf("%s-n%d", d.name, len(d.members)+1), http: freeAddr(d.t), raft: freeAddr(d.t), api: freeAddr(d.t)}
+	m.dir = filepath.Join(d.root, m.id)
+	m.log = filepath.Join(d.root, m.id+".log")
+	return m
+}
+
+// peers is the --peers value of the current members.
+func (d *dc) peers() string {
+	var peers []string
+	for _, o := range d.members {
+		peers = append(peers, o.peerEntry())
+	}
+	return strings.Join(peers, ",")
 }
 
 func startEngine(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, dcName string, id uint64) {
@@ -166,7 +269,7 @@ func startEngineAt(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,15 +284,22 @@ func startEngineAt(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url, d
 // start launches the member's process, appending to its log.
 func (d *dc) start(m *member, peers string) {
 	d.t.Helper()
+	d.startWith(m, "--peers", peers, "--bootstrap")
+}
+
+// startWith launches the member's process with the given cluster
+// arguments (--peers and --bootstrap, or --join).
+func (d *dc) startWith(m *member, cluster ...string) {
+	d.t.Helper()
 	logf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	m.cmd = exec.Command(binary, "node", "--dc", d.name, "--node-id", m.id, "--http-addr", m.http,
 		"--nats", d.nats, "--raft-addr", m.raft, "--cluster-api-addr", m.api, "--data-dir", m.dir,
-		"--peers", peers, "--bootstrap", "--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
+		"--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
-	m.cmd.Args = append(m.cmd.Args, d.extra...)
+	m.cmd.Args = append(append(m.cmd.Args, cluster...), d.extra...)
 	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -218,11 +328,7 @@ func childEnv() []string {
 // restart starts a killed member again on its data directory.
 func (d *dc) restart(m *member) {
 	d.t.Helper()
-	var peers []string
-	for _, o := range d.members {
-		peers = append(peers, fmt.Sprintf("%s=%s/%s", o.id, o.raft, o.api))
-	}
-	d.start(m, strings.Join(peers, ","))
+	d.start(m, d.peers())
 }
 
 // kill sends SIGKILL and waits for the process to be gone.

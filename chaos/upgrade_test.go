@@ -104,7 +104,7 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 	return errors.Join(err, f.Close())
 }
 
-// TestRollingUpgrade starts a three-node cluster on the previous release
+// TestS17RollingUpgrade starts a three-node cluster on the previous release
 // (built from its tag), binds sessions, then replaces the nodes one at a
 // time by the binary under test on the same data directories: followers
 // first, the leader last (SIGTERM, so the new build's leader hands its
@@ -115,7 +115,7 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 // members skip them rather than halt; a member that halted would stop
 // applying, and the binding checks would find it. Under `make chaos`
 // only: it builds a second binary.
-func TestRollingUpgrade(t *testing.T) {
+func TestS17RollingUpgrade(t *testing.T) {
 	if testing.Short() || os.Getenv("KVR_CHAOS_SECONDS") == "" {
 		t.Skip("rolling upgrade builds the previous release; run with make chaos (KVR_CHAOS_SECONDS set)")
 	}
@@ -125,6 +125,7 @@ func TestRollingUpgrade(t *testing.T) {
 
 	current := binary
 	binary = old // the members start on the previous release
+	t.Cleanup(func() { binary = current })
 	d := startNamedDC(t, "dcu", 3, 2)
 	binary = current
 	want := bindSessions(t, d, "v0", 30)

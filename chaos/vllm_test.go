@@ -40,7 +40,7 @@ type vllmEngine struct {
 }
 
 func startVLLMEngine(t *testing.T, id uint64) *vllmEngine {
-	return startVLLMEngineAt(t, id, "127.0.0.1:0", "tcp://"+freeAddr(t), "tcp://"+freeAddr(t))
+	return startVLLMEngineAt(t, id, freeAddr(t), "tcp://"+freeAddr(t), "tcp://"+freeAddr(t))
 }
 
 // startVLLMEngineAt runs an engine on the given HTTP, publisher and replay
@@ -79,7 +79,7 @@ func (e *vllmEngine) declaration() string {
 func startNodeProcess(t *testing.T, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(binary, append([]string{"node", "--http-addr", addr, "--nats-listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(binary, append([]string{"node", "--http-addr", addr, "--nats-listen", freeAddr(t)}, args...)...)
 	logf, err := os.CreateTemp(t.TempDir(), "node-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -253,20 +253,26 @@ func runVLLMScenario(t *testing.T, base string, engines []*vllmEngine) {
 	for i := 15; i < 20; i++ {
 		send(i)
 	}
-	eventually(t, "the node's index to equal every engine's cache", func() bool {
-		for _, p := range sent {
-			depths := explainDepths(t, base, p)
-			for _, e := range engines {
-				if depths[e.worker.String()] != e.trueDepth(t, p) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	eventually(t, "the node's index to equal every engine's cache", func() bool { return indexMatches(t, base, engines, sent) })
 	if n := metric(t, base, "kvrouter_vllmevents_replays_total") - replays; n != 1 {
 		t.Fatalf("%v replays after the publisher's gap, want exactly 1", n)
 	}
+}
+
+// indexMatches reports whether the node's index holds exactly each
+// engine's true cache for every prompt: the checker's index invariant
+// after a resync.
+func indexMatches(t *testing.T, base string, engines []*vllmEngine, prompts [][]uint32) bool {
+	t.Helper()
+	for _, p := range prompts {
+		depths := explainDepths(t, base, p)
+		for _, e := range engines {
+			if depths[e.worker.String()] != e.trueDepth(t, p) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // TestVLLMEnginesDeclaredStatically runs the scenario with the engines

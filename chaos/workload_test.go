@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ type history struct {
 	base time.Time
 	mu   sync.Mutex
 	ops  []op
+	// refused counts requests no node accepted (connection refused).
+	refused atomic.Int64
 }
 
 func newHistory() *history { return &history{base: time.Now()} }
@@ -79,6 +82,7 @@ func (c *client) route(m *member, session string, seed int) string {
 	if err != nil {
 		o.ret = c.h.now()
 		if errors.Is(err, syscall.ECONNREFUSED) {
+			c.h.refused.Add(1)
 			return "" // nothing listened: the request reached no node
 		}
 		o.unknown, o.err = true, err.Error()
@@ -112,6 +116,13 @@ type load struct {
 	sessions int
 	clients  int
 	seed     uint64
+	// fresh is the share of requests that bind a new session (the rest
+	// route one of the pool), so that binds keep reaching the leader
+	// throughout a run.
+	fresh float64
+	// timeout bounds one request (default 10 s); partition scenarios
+	// shorten it so that clients stuck on a minority move on.
+	timeout time.Duration
 }
 
 func (l *load) run(ctx context.Context) {
@@ -120,14 +131,44 @@ func (l *load) run(ctx context.Context) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(l.seed, uint64(ci)))
 			c := newClient(ci, l.h)
+			if l.timeout > 0 {
+				c.http.Timeout = l.timeout
+			}
+			next := freshBase * (ci + 1)
 			for ctx.Err() == nil {
-				m := l.d.members[rng.IntN(len(l.d.members))]
+				m := l.d.pick(rng)
 				s := rng.IntN(l.sessions)
+				if l.fresh > 0 && rng.Float64() < l.fresh {
+					s, next = next, next+1
+				}
 				c.route(m, "s-"+strconv.Itoa(s), s)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// live is the members whose processes run.
+func (d *dc) live() []*member {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*member
+	for _, m := range d.members {
+		if m.cmd != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// freshBase spaces the clients' fresh session numbers apart.
+const freshBase = 1_000_000
+
+// pick draws one of the DC's members (the membership may change).
+func (d *dc) pick(rng *rand.Rand) *member {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.members[rng.IntN(len(d.members))]
 }
 
 // verifyAll routes every session that was served once more through each
@@ -142,7 +183,7 @@ func verifyAll(t *testing.T, d *dc, h *history) (lost []string) {
 	}
 	c := newClient(1000, h)
 	for s, e := range want {
-		for _, m := range d.members {
+		for _, m := range d.live() {
 			seed, _ := strconv.Atoi(s[2:])
 			var got string
 			for attempt := 0; attempt < 5 && got == ""; attempt++ {

@@ -311,7 +311,9 @@ func (p *Plane) handle(it item) {
 // sweep is the liveness goroutine. It measures its own ticks on the real
 // clock: a gap longer than pausedGap means the process was not running
 // (or not scheduled), and the registry is told so that the engines'
-// silence during it does not count (Registry.Sweep).
+// silence during it does not count (Registry.Sweep). Time during which
+// this node's own NATS connection is down does not count either: an
+// engine is judged silent only while the node could have heard it.
 func (p *Plane) sweep() {
 	t := time.NewTicker(p.cfg.SweepInterval)
 	defer t.Stop()
@@ -322,9 +324,18 @@ func (p *Plane) sweep() {
 			return
 		case <-t.C:
 			var paused time.Duration
-			if gap := time.Since(last); gap > p.pausedGap() {
+			gap := time.Since(last)
+			switch {
+			case gap > p.pausedGap():
 				paused = gap
 				p.log.Warn("this node was paused; engines' silence during the pause is not counted", "for", gap)
+			case !p.nc.IsConnected():
+				// The bus is down on this node's side: heartbeats cannot
+				// reach it, so the engines' silence is not theirs. Without
+				// this, an outage of the NATS server longer than the
+				// liveness timeout expired every engine and moved every
+				// hard-affinity session (chaos S10).
+				paused = gap
 			}
 			last = time.Now()
 			for _, e := range p.reg.Sweep(p.cfg.Now(), paused) {
