@@ -70,7 +70,7 @@ func newQueues(c Config, m *metrics.Metrics) *queues {
 	qs := &queues{cfg: c.Queue.withDefaults(), seed: c.Seed, by: map[string]*modelQueue{},
 		base: policy.Options{KV: c.KV, TwoTier: c.TwoTier, DeviceAware: c.DeviceAware}}
 	if m != nil {
-		qs.m = metrics.NewQueue(m.Registry)
+		qs.m = m.QueueMetrics()
 	}
 	return qs
 }

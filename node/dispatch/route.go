@@ -38,6 +38,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 		dec, err = d.attempt(ctx, sc, r, &q, &ph)
 	}
 	if err != nil {
+		d.obs.decisions.rejected(r.Model, err)
 		return nil, err
 	}
 	ph.scheduled = d.cfg.Now()
