@@ -120,7 +120,9 @@ func (d *Dispatcher) routeQueued(ctx context.Context, sc *policy.Scratch, r *Req
 	if err != nil {
 		return nil, err
 	}
-	q.Selector = mq.sel
+	if q.Selector == nil { // a worker set's advertised selector wins (advertised.go)
+		q.Selector = mq.sel
+	}
 	if err := d.prepare(sc, r, q, ph); err != nil {
 		return nil, err
 	}

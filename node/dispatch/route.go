@@ -22,6 +22,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal,
 		Thresholds: d.rt.get(r.Model), OutputTokens: r.OutputTokens}
 	q.Overrides.OverlapScoreCredit = r.OverlapScoreCredit
+	d.adv.apply(&q)
 	if r.Pin != nil {
 		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
 	}
