@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 
@@ -99,6 +100,9 @@ type WorkerSets struct {
 	mu      sync.Mutex
 	sets    map[SetKey][]*cohort // [0] is the incumbent
 	members map[routing.WorkerID]membership
+	// version changes whenever a cohort is created or dropped, which is
+	// when an incumbent (and so its router settings) can change.
+	version atomic.Uint64
 }
 
 type cohort struct {
@@ -143,6 +147,7 @@ func (s *WorkerSets) Observe(c *kvrpb.WorkerCard) bool {
 		cs = append(cs, &cohort{checksum: m.checksum, engines: map[routing.WorkerID]struct{}{}, config: maps.Clone(c.GetRouterConfig())})
 		s.sets[m.key] = cs
 		i = len(cs) - 1
+		s.version.Add(1)
 		s.logNewCohort(m, cs, id)
 	}
 	cs[i].engines[id] = struct{}{}
@@ -186,6 +191,7 @@ func (s *WorkerSets) leaveLocked(id routing.WorkerID) {
 		return
 	}
 	cs = slices.Delete(cs, i, i+1)
+	s.version.Add(1)
 	switch {
 	case len(cs) == 0:
 		delete(s.sets, m.key)

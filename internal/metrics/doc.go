@@ -8,7 +8,9 @@
 // session ids. The reference router's families (dynamo_component_router_*,
 // dynamo_router_overhead_*, dynamo_frontend_worker_*, ...) are exported
 // beside kvrouter's, read at scrape time from the kvrouter family behind
-// each (reference.go), so no component records anything twice. A nil *Metrics is valid and records nothing, so library code
+// each (reference.go), so no component records anything twice; the
+// dispatcher's own sets (Queue, Decisions) carry theirs
+// (reference_router.go). A nil *Metrics is valid and records nothing, so library code
 // and tests need not build one.
 //
 // Every family is registered through Metrics.Registerer, which adds the

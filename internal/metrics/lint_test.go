@@ -23,7 +23,8 @@ func catalogue(t *testing.T) *metrics.Metrics {
 	}
 	// Families the node's components register when they start.
 	metrics.NewEdge(m.Registerer())
-	metrics.NewQueue(m.Registerer())
+	m.QueueMetrics()
+	m.Decisions()
 	if err := m.Prime(); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,28 @@ type mirror struct {
 	scale float64
 }
 
+// describe makes the descriptors of mirrors, in order.
+func describe(mirrors []mirror) []*prometheus.Desc {
+	descs := make([]*prometheus.Desc, 0, len(mirrors))
+	for _, mr := range mirrors {
+		names := make([]string, len(mr.labels))
+		for i, l := range mr.labels {
+			names[i] = l.name
+		}
+		descs = append(descs, prometheus.NewDesc(mr.name, mr.help, names, nil))
+	}
+	return descs
+}
+
+// collect sends mirrors' series, described by descs, to ch.
+func collect(ch chan<- prometheus.Metric, m *Metrics, id *identity, mirrors []mirror, descs []*prometheus.Desc) {
+	for i, mr := range mirrors {
+		for _, s := range mr.read(m, id) {
+			ch <- s.metric(descs[i], mr.typ)
+		}
+	}
+}
+
 func from(name, src string) label    { return label{name: name, from: src} }
 func fixed(name, value string) label { return label{name: name, value: value} }
 
@@ -97,15 +119,8 @@ type referenceCollector struct {
 }
 
 func newReferenceCollector(m *Metrics) *referenceCollector {
-	c := &referenceCollector{m: m}
+	c := &referenceCollector{m: m, descs: describe(referenceMirrors)}
 	c.id.Store(&identity{})
-	for _, mr := range referenceMirrors {
-		names := make([]string, len(mr.labels))
-		for i, l := range mr.labels {
-			names[i] = l.name
-		}
-		c.descs = append(c.descs, prometheus.NewDesc(mr.name, mr.help, names, nil))
-	}
 	return c
 }
 
@@ -124,12 +139,7 @@ func (c *referenceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *referenceCollector) Collect(ch chan<- prometheus.Metric) {
-	id := c.id.Load()
-	for i, mr := range referenceMirrors {
-		for _, s := range mr.read(c.m, id) {
-			ch <- s.metric(c.descs[i], mr.typ)
-		}
-	}
+	collect(ch, c.m, c.id.Load(), referenceMirrors, c.descs)
 }
 
 // series is one reference series being summed.

@@ -28,6 +28,7 @@ func (d *Dispatcher) decide(ctx context.Context, sc *policy.Scratch, q *policy.Q
 	if err != nil {
 		return nil, mapPolicyError(err)
 	}
+	d.obs.decisions.decided(q.Model, sc.Candidates(), ch.CachedBlocks)
 	w := ch.Worker
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: q.Model}
 	d.gauges(w).set(&f.b)

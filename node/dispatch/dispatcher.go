@@ -35,6 +35,9 @@ type Dispatcher struct {
 	// busy thresholds set at run time.
 	queues *queues
 	rt     runtimeThresholds
+	// adv is the worker sets' advertised settings, nil when the engines
+	// advertise none (advertised.go).
+	adv *advertised
 }
 
 var _ Router = (*Dispatcher)(nil)
@@ -64,6 +67,7 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 	}
 	d := &Dispatcher{cfg: cfg, engines: engines, log: log, obs: newObservers(m),
 		workers: make(map[routing.Worker]*workerGauges), queues: newQueues(cfg, m)}
+	d.adv = newAdvertised(engines, cfg.Seed, log)
 	d.scratch.New = func() any { return new(policy.Scratch) }
 	for _, o := range opts {
 		o(d)

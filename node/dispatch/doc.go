@@ -116,6 +116,16 @@
 // docs/queueing.md. SetThresholds changes a model's busy thresholds at
 // run time.
 //
+// # Per-request and per-set inputs
+//
+// A Request's OutputTokens (the client's expected output length) books
+// the output's blocks with output-block tracking on; its
+// OverlapScoreCredit replaces the KV cost model's device credit for that
+// request; its Pin is the direct mode's engine. When the Engines also
+// implement Advertiser, a model's worker set's advertised router settings
+// replace the configured selector and busy thresholds for that model
+// (advertised.go); runtime thresholds still win.
+//
 // # Refusals
 //
 // The dispatcher does not proxy or retry requests, and does not

@@ -22,6 +22,7 @@ type observers struct {
 	events                               map[policy.AffinityEvent]prometheus.Counter
 	hit                                  *hitRates
 	unreachable                          prometheus.Counter
+	decisions                            *decisionCounters
 }
 
 // hitRates caches the predicted hit rate histogram's child per model, so
@@ -52,7 +53,7 @@ func (h *hitRates) forModel(model string) prometheus.Observer {
 
 // newObservers resolves the children; m may be nil.
 func newObservers(m *metrics.Metrics) observers {
-	o := observers{m: m}
+	o := observers{m: m, decisions: newDecisionCounters(m)}
 	if m == nil {
 		return o
 	}

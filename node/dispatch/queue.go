@@ -70,7 +70,7 @@ func newQueues(c Config, m *metrics.Metrics) *queues {
 	qs := &queues{cfg: c.Queue.withDefaults(), seed: c.Seed, by: map[string]*modelQueue{},
 		base: policy.Options{KV: c.KV, TwoTier: c.TwoTier, DeviceAware: c.DeviceAware}}
 	if m != nil {
-		qs.m = metrics.NewQueue(m.Registerer())
+		qs.m = m.QueueMetrics()
 	}
 	return qs
 }
@@ -120,7 +120,9 @@ func (d *Dispatcher) routeQueued(ctx context.Context, sc *policy.Scratch, r *Req
 	if err != nil {
 		return nil, err
 	}
-	q.Selector = mq.sel
+	if q.Selector == nil { // a worker set's advertised selector wins (advertised.go)
+		q.Selector = mq.sel
+	}
 	if err := d.prepare(sc, r, q, ph); err != nil {
 		return nil, err
 	}

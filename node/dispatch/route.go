@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/policy"
@@ -19,7 +20,9 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
 	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal,
-		Thresholds: d.rt.get(r.Model)}
+		Thresholds: d.rt.get(r.Model), OutputTokens: r.OutputTokens}
+	q.Overrides.OverlapScoreCredit = r.OverlapScoreCredit
+	d.adv.apply(&q)
 	if r.Pin != nil {
 		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
 	}
@@ -36,6 +39,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 		dec, err = d.attempt(ctx, sc, r, &q, &ph)
 	}
 	if err != nil {
+		d.obs.decisions.rejected(r.Model, err)
 		return nil, err
 	}
 	ph.scheduled = d.cfg.Now()
@@ -79,6 +83,12 @@ func (d *Dispatcher) validate(r *Request) error {
 		return fmt.Errorf("%w: session id over %d bytes", ErrSessionLimit, MaxSessionIDBytes)
 	case !(r.Priority >= 0) || r.Priority > MaxPriority:
 		return fmt.Errorf("%w: priority must be in [0, %g], got %v", ErrBadRequest, float64(MaxPriority), r.Priority)
+	case r.StrictPriority < 0:
+		return fmt.Errorf("%w: strict priority %d < 0", ErrBadRequest, r.StrictPriority)
+	case r.OutputTokens < 0:
+		return fmt.Errorf("%w: expected output tokens %d < 0", ErrBadRequest, r.OutputTokens)
+	case r.OverlapScoreCredit != nil && (!(*r.OverlapScoreCredit >= 0) || math.IsInf(*r.OverlapScoreCredit, 1)):
+		return fmt.Errorf("%w: overlap score credit must be >= 0 and finite, got %v", ErrBadRequest, *r.OverlapScoreCredit)
 	}
 	if n := promptTokens(r); n > d.cfg.MaxPromptTokens {
 		return fmt.Errorf("%w: %d tokens over %d", ErrPromptTooLong, n, d.cfg.MaxPromptTokens)

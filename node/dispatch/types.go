@@ -56,6 +56,14 @@ type Request struct {
 	// the strict tier; a higher tier is always served first.
 	Priority       float64
 	StrictPriority int
+	// OutputTokens is the expected output length in tokens
+	// (nvext.agent_hints.osl), 0 when unknown. With output-block tracking
+	// the request books the blocks its output will fill (see
+	// load.Request.OutputTokens).
+	OutputTokens int
+	// OverlapScoreCredit, when set, replaces the KV cost model's device
+	// overlap credit for this request (nvext.agent_hints.overlap_score_credit).
+	OverlapScoreCredit *float64
 }
 
 // MaxPriority bounds Priority: a day of arrival credit is already

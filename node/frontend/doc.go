@@ -12,12 +12,20 @@
 // Prometheus registry. GET and POST /busy_threshold read and replace a
 // model's busy thresholds behind the operator token (busy_threshold.go).
 //
-// Admission inputs. The x-dynamo-meta-policy-class header and
-// nvext.agent_hints.priority (nvext_priority.go, decoded only when the
-// body mentions nvext) go to the router for its admission queue; a value
-// that cannot be a class name or a priority is a 400 naming it. Every
-// overload answer carries Retry-After, and a policy-class refusal the
-// structured body of overload.go.
+// Admission inputs. The x-dynamo-meta-policy-class header and the body's
+// "nvext" object (nvext.go parses it, nvext_request.go applies it; it is
+// decoded only when the body mentions nvext) go to the router:
+// agent_hints.priority and strict_priority order the admission queue
+// (the x-dynamo-request-priority and x-dynamo-request-strict-priority
+// headers fill them when the body does not), osl is the expected output
+// length the load tracker books, overlap_score_credit replaces the cost
+// model's device credit for the request, session_control opens (binds on
+// dispatch) or closes (ends after the request) a session, and
+// backend_instance_id or decode_worker_id (with dp_rank) name the engine
+// for the direct mode, as the pin headers do. A value out of range, or a
+// session or engine contradicting the headers', is a 400 naming the
+// field. Every overload answer carries Retry-After, and a policy-class
+// refusal the structured body of overload.go.
 //
 // What is parsed. The body is read once, under Config.MaxBodyBytes, and
 // scanned by a validating JSON reader that decodes only: model, stream,

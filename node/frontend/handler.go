@@ -137,16 +137,17 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	prio, err := nvextPriority(x.body.data)
+	ext, err := readNVExt(x.body.data, x.r.Header)
 	if err != nil {
 		return nil, err
 	}
 	p := x.p
-	return &dispatch.Request{
+	req := &dispatch.Request{
 		ID: x.id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
 		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin,
-		MaxTokens: p.MaxTokens, Arrival: x.start, PolicyClass: class, Priority: prio,
-	}, nil
+		MaxTokens: p.MaxTokens, Arrival: x.start, PolicyClass: class,
+	}
+	return req, ext.apply(req)
 }
 
 // annotate records the decision on the span and in the log.

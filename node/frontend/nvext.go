@@ -3,14 +3,11 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
-)
 
-// ErrNVExt is returned for an nvext object that is not valid; the message
-// names the field.
-var ErrNVExt = errors.New("invalid nvext")
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
 
 // Limits of nvext values. Each bounds what a client can make the router
 // hold or compute for one request.
@@ -18,12 +15,16 @@ const (
 	// MaxNVExtBytes bounds the nvext object: it carries a few numbers and
 	// ids, never prompt data.
 	MaxNVExtBytes = 4 << 10
-	// MaxPriority bounds priority and strict_priority, which only order
-	// the queue: a bound keeps arithmetic on them exact.
-	MaxPriority = 1 << 20
+	// MaxStrictPriority bounds strict_priority, which only names a queue
+	// tier: a bound keeps the tiers' arithmetic exact.
+	MaxStrictPriority = 1 << 20
 	// MaxOSL bounds the expected output length: no model generates more
 	// than its context, 1 Mi tokens.
 	MaxOSL = 1 << 20
+	// maxNVExtSessionIDBytes is the session id bound of the session
+	// headers (oaiedge.MaxSessionIDBytes), so that a session opened in
+	// the body can be named in a header too.
+	maxNVExtSessionIDBytes = oaiedge.MaxSessionIDBytes
 )
 
 // Session control actions.
@@ -52,8 +53,10 @@ type NVExt struct {
 
 // AgentHints are per-request hints of an agent harness.
 type AgentHints struct {
-	// Priority moves the request ahead in the queue; higher is sooner.
-	Priority *int64 `json:"priority"`
+	// Priority moves the request ahead in the queue; higher is sooner. It
+	// is a number in [0, dispatch.MaxPriority]: seconds of arrival credit
+	// under fcfs, a weight under wspt.
+	Priority *float64 `json:"priority"`
 	// StrictPriority is the queue tier; a higher tier always goes first.
 	StrictPriority *int64 `json:"strict_priority"`
 	// OSL is the expected output length in tokens.
@@ -69,9 +72,13 @@ type SessionControl struct {
 	Action    string `json:"action"`
 }
 
+// nvextParam prefixes the parameter names of refusals.
+const nvextParam = "nvext"
+
 // ParseNVExt parses and validates the raw "nvext" value of a request body
-// (null or absent: the zero NVExt). Errors wrap ErrNVExt and name the
-// field; they are the client's fault (400).
+// (null or absent: the zero NVExt). A refusal is an oaiedge invalid
+// error naming the field ("nvext.agent_hints.priority"): the client's
+// fault, a 400.
 func ParseNVExt(raw []byte) (NVExt, error) {
 	var x NVExt
 	raw = bytes.TrimSpace(raw)
@@ -79,39 +86,62 @@ func ParseNVExt(raw []byte) (NVExt, error) {
 		return x, nil
 	}
 	if len(raw) > MaxNVExtBytes {
-		return x, fmt.Errorf("%w: over %d bytes", ErrNVExt, MaxNVExtBytes)
+		return x, oaiedge.Invalid(nvextParam, "nvext is over %d bytes", MaxNVExtBytes)
 	}
 	if err := json.Unmarshal(raw, &x); err != nil {
-		return NVExt{}, fmt.Errorf("%w: %v", ErrNVExt, err)
+		return NVExt{}, oaiedge.Invalid(nvextParam, "nvext is malformed: %v", err)
 	}
 	return x, x.validate()
 }
 
 // validate checks every value's range.
 func (x *NVExt) validate() error {
-	h := &x.AgentHints
+	if err := x.AgentHints.validate(); err != nil {
+		return err
+	}
+	if err := x.SessionControl.validate(); err != nil {
+		return err
+	}
+	if x.BackendInstanceID != nil && x.DecodeWorkerID != nil && *x.BackendInstanceID != *x.DecodeWorkerID {
+		return oaiedge.Invalid(nvextParam+".decode_worker_id", "nvext.backend_instance_id and nvext.decode_worker_id name different engines")
+	}
+	if _, ok := x.Worker(); x.DPRank != nil && !ok {
+		return oaiedge.Invalid(nvextParam+".dp_rank", "nvext.dp_rank requires nvext.backend_instance_id or nvext.decode_worker_id")
+	}
+	return nil
+}
+
+// validate checks the hints' ranges.
+func (h *AgentHints) validate() error {
+	const pre = nvextParam + ".agent_hints."
+	if p := h.Priority; p != nil && (!(*p >= 0) || *p > dispatch.MaxPriority) {
+		return oaiedge.Invalid(pre+"priority", "%spriority must be in [0, %d], got %v", pre, dispatch.MaxPriority, *p)
+	}
 	for _, v := range []struct {
 		name string
 		p    *int64
 		max  int64
-	}{{"agent_hints.priority", h.Priority, MaxPriority}, {"agent_hints.strict_priority", h.StrictPriority, MaxPriority}, {"agent_hints.osl", h.OSL, MaxOSL}} {
+	}{{"strict_priority", h.StrictPriority, MaxStrictPriority}, {"osl", h.OSL, MaxOSL}} {
 		if v.p != nil && (*v.p < 0 || *v.p > v.max) {
-			return fmt.Errorf("%w: %s %d: must be in 0..%d", ErrNVExt, v.name, *v.p, v.max)
+			return oaiedge.Invalid(pre+v.name, "%s%s must be in [0, %d], got %d", pre, v.name, v.max, *v.p)
 		}
 	}
 	if c := h.OverlapScoreCredit; c != nil && (!(*c >= 0) || math.IsInf(*c, 1)) {
-		return fmt.Errorf("%w: agent_hints.overlap_score_credit %v: must be >= 0 and finite", ErrNVExt, *c)
+		return oaiedge.Invalid(pre+"overlap_score_credit", "%soverlap_score_credit must be >= 0 and finite, got %v", pre, *c)
 	}
-	if s := x.SessionControl; s != nil {
-		switch {
-		case s.Action != SessionOpen && s.Action != SessionClose:
-			return fmt.Errorf("%w: session_control.action %q: want open or close", ErrNVExt, s.Action)
-		case s.SessionID == "" || len(s.SessionID) > 256:
-			return fmt.Errorf("%w: session_control.session_id: must be 1..256 bytes", ErrNVExt)
-		}
-	}
-	if x.BackendInstanceID != nil && x.DecodeWorkerID != nil && *x.BackendInstanceID != *x.DecodeWorkerID {
-		return fmt.Errorf("%w: backend_instance_id and decode_worker_id name different engines", ErrNVExt)
+	return nil
+}
+
+// validate checks the action and the session id; nil is valid.
+func (s *SessionControl) validate() error {
+	const pre = nvextParam + ".session_control."
+	switch {
+	case s == nil:
+		return nil
+	case s.Action != SessionOpen && s.Action != SessionClose:
+		return oaiedge.Invalid(pre+"action", "%saction must be open or close, got %q", pre, s.Action)
+	case s.SessionID == "" || len(s.SessionID) > maxNVExtSessionIDBytes:
+		return oaiedge.Invalid(pre+"session_id", "%ssession_id must be 1..%d bytes", pre, maxNVExtSessionIDBytes)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 func TestParseNVExt(t *testing.T) {
@@ -22,10 +24,14 @@ func TestParseNVExt(t *testing.T) {
 		{"negative credit", `{"agent_hints":{"overlap_score_credit":-0.1}}`, "agent_hints.overlap_score_credit"},
 		{"bad action", `{"session_control":{"session_id":"s","action":"reset"}}`, "session_control.action"},
 		{"no session id", `{"session_control":{"action":"close"}}`, "session_control.session_id"},
+		{"fractional priority", `{"agent_hints":{"priority":2.5}}`, ""},
+		{"priority over the bound", `{"agent_hints":{"priority":86401}}`, "agent_hints.priority"},
+		{"negative strict priority", `{"agent_hints":{"strict_priority":-2}}`, "agent_hints.strict_priority"},
 		{"conflicting workers", `{"backend_instance_id":1,"decode_worker_id":2}`, "decode_worker_id"},
+		{"rank without worker", `{"dp_rank":1}`, "dp_rank"},
 		{"not an object", `[1]`, "nvext"},
 		{"wrong type", `{"agent_hints":{"priority":"high"}}`, "nvext"},
-		{"oversized", `{"x":"` + strings.Repeat("a", MaxNVExtBytes) + `"}`, "bytes"},
+		{"oversized", `{"x":"` + strings.Repeat("a", MaxNVExtBytes) + `"}`, "nvext"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,8 +42,8 @@ func TestParseNVExt(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrNVExt) || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("err = %v, want ErrNVExt naming %s", err, tc.field)
+			if !errors.Is(err, oaiedge.ErrInvalid) || !strings.HasSuffix(oaiedge.ParamOf(err), tc.field) {
+				t.Fatalf("err = %v (param %q), want an invalid-parameter error naming %s", err, oaiedge.ParamOf(err), tc.field)
 			}
 			_ = x
 		})
@@ -57,8 +63,8 @@ func FuzzParseNVExt(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		x, err := ParseNVExt(raw)
-		if err != nil && !errors.Is(err, ErrNVExt) {
-			t.Fatalf("error outside ErrNVExt: %v", err)
+		if err != nil && (!errors.Is(err, oaiedge.ErrInvalid) || !strings.HasPrefix(oaiedge.ParamOf(err), "nvext")) {
+			t.Fatalf("refusal not naming an nvext field: %v", err)
 		}
 		if err == nil && x.AgentHints.Priority != nil && *x.AgentHints.Priority < 0 {
 			t.Fatal("negative priority accepted")

@@ -13,6 +13,9 @@ type Query struct {
 	Hashes []routing.SeqHash
 	// ISLTokens is the prompt length in tokens.
 	ISLTokens int
+	// OutputTokens is the expected output length, as for
+	// Request.OutputTokens.
+	OutputTokens int
 }
 
 // Potential appends to dst, for each match, the load its worker would carry
@@ -22,7 +25,8 @@ type Query struct {
 //     With TrackPrefillTokens off it is the request's uncached tokens only.
 //   - DecodeBlocks: active decode blocks plus the request's blocks that are
 //     not already active on that worker (all ceil(ISL/BlockSize) of them
-//     when KV reuse is not assumed). It includes the request.
+//     when KV reuse is not assumed), and with TrackOutputBlocks the blocks
+//     of its expected output. It includes the request.
 //   - ActiveRequests: the worker's active requests. It does not include the
 //     request.
 //
@@ -34,6 +38,9 @@ func (t *Tracker) Potential(dst []routing.Load, q Query, matches []routing.Match
 	}
 	isl := int64(q.ISLTokens)
 	total := ceilDiv(isl, t.blockSize)
+	if t.cfg.TrackOutputBlocks && q.OutputTokens > 0 {
+		total += t.outputBlocks(isl, int64(q.OutputTokens))
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, m := range matches {

@@ -26,6 +26,12 @@ type Request struct {
 	// request was routed (routing.Overlap.Device); those tokens need no
 	// prefill.
 	CachedBlocks int
+	// OutputTokens is the expected output length (the client's osl hint),
+	// 0 when unknown. With TrackOutputBlocks the blocks that output will
+	// fill are booked at Add, so that a long generation weighs from the
+	// start rather than only as it grows; tokens reported by
+	// AddOutputTokens grow the booking only past that expectation.
+	OutputTokens int
 }
 
 // active is the tracker's record of one active request.
@@ -38,7 +44,10 @@ type active struct {
 	prefillTokens int64 // uncached tokens still counted as prefill load
 	decodeBlocks  int64 // blocks this request added beyond shared ones
 	outputTokens  int64
-	added         time.Time
+	// expectedOut is the output blocks booked at Add from the expected
+	// output length (0 without one or without TrackOutputBlocks).
+	expectedOut int64
+	added       time.Time
 }
 
 // Tracker is the active-load tracker. Create it with New.
@@ -124,6 +133,10 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 	} else {
 		a.decodeBlocks = total
 	}
+	if t.cfg.TrackOutputBlocks {
+		a.expectedOut = t.outputBlocks(a.isl, int64(r.OutputTokens))
+		a.decodeBlocks += a.expectedOut
+	}
 	ws.decodeBlocks += a.decodeBlocks
 	ws.activeRequests++
 	t.requests[r.ID] = a
@@ -156,6 +169,8 @@ func (t *Tracker) checkRequest(r Request) error {
 		return fmt.Errorf("%w: empty id", ErrInvalidRequest)
 	case r.CachedBlocks < 0:
 		return fmt.Errorf("%w: %q: cached blocks %d < 0", ErrInvalidRequest, r.ID, r.CachedBlocks)
+	case r.OutputTokens < 0:
+		return fmt.Errorf("%w: %q: output tokens %d < 0", ErrInvalidRequest, r.ID, r.OutputTokens)
 	}
 	return t.checkPrompt(r.Hashes, r.ISLTokens)
 }
@@ -226,14 +241,20 @@ func (t *Tracker) AddOutputTokens(id string, n int) error {
 		return fmt.Errorf("%w: %q", ErrUnknownRequest, id)
 	}
 	t.completePrefill(a)
-	before := ceilDiv(a.isl+a.outputTokens, t.blockSize)
+	before := max(a.expectedOut, t.outputBlocks(a.isl, a.outputTokens))
 	a.outputTokens += int64(n)
 	if t.cfg.TrackOutputBlocks {
-		grown := ceilDiv(a.isl+a.outputTokens, t.blockSize) - before
+		grown := max(a.expectedOut, t.outputBlocks(a.isl, a.outputTokens)) - before
 		a.decodeBlocks += grown
 		t.workers[a.worker].decodeBlocks += grown
 	}
 	return nil
+}
+
+// outputBlocks is the blocks that out output tokens add to a prompt of
+// isl tokens: the partial tail block of the prompt fills first.
+func (t *Tracker) outputBlocks(isl, out int64) int64 {
+	return ceilDiv(isl+out, t.blockSize) - ceilDiv(isl, t.blockSize)
 }
 
 // Free releases a request's load. It reports whether the request was

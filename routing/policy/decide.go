@@ -115,6 +115,11 @@ type Query struct {
 	// worker_selection). See decide_queue.go.
 	Thresholds *Thresholds
 	Selector   Selector
+	// OutputTokens is the expected output length, 0 when unknown; the
+	// load tracker books the output's blocks with output-block tracking
+	// on. Overrides adjust the KV cost model for this request.
+	OutputTokens int
+	Overrides    Overrides
 }
 
 // Scratch is one decision's reusable memory; pool it so that the hot path
@@ -145,6 +150,7 @@ type plan struct {
 	tracker   *load.Tracker
 	blockSize int
 	isl       int
+	osl       int
 	// blocks is the prompt's complete blocks of blockSize tokens.
 	blocks int
 	// th are the request's busy thresholds.
@@ -163,7 +169,7 @@ func (sc *Scratch) Blocks() int { return sc.plan.blocks }
 // nothing is left, or when q is pinned to a suspect.
 func (d *Decider) Candidates(sc *Scratch, q *Query, now time.Time) error {
 	d.maybeExpire(now)
-	sc.plan, sc.Text, sc.Keyed, sc.cands = plan{now: now, isl: q.ISLTokens, th: d.thresholds(q)}, false, false, sc.cands[:0]
+	sc.plan, sc.Text, sc.Keyed, sc.cands = plan{now: now, isl: q.ISLTokens, osl: q.OutputTokens, th: d.thresholds(q)}, false, false, sc.cands[:0]
 	bs := d.cfg.BlockSize
 	if bs == 0 && len(q.Ranks) > 0 {
 		bs = q.Ranks[0].BlockSize
@@ -282,7 +288,7 @@ type Choice struct {
 // selectWorker runs the policy pipeline and returns the chosen candidate's
 // index in sc.cands.
 func (d *Decider) selectWorker(sc *Scratch, q *Query) (int, error) {
-	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin, Thresholds: q.Thresholds}
+	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin, Thresholds: q.Thresholds, Overrides: q.Overrides}
 	if err := d.pipe.RouteWith(&sc.dec, &sc.preq, sc.cands, q.Selector); err != nil {
 		return -1, err
 	}

@@ -14,7 +14,7 @@ import (
 func (d *Decider) Book(ctx context.Context, sc *Scratch, q *Query, ch *Choice) (Booking, error) {
 	p := &sc.plan
 	w := ch.Worker
-	lr := load.Request{ID: q.ID, Worker: w, Hashes: sc.trackerHashes(), ISLTokens: p.isl, CachedBlocks: ch.CachedBlocks}
+	lr := load.Request{ID: q.ID, Worker: w, Hashes: sc.trackerHashes(), ISLTokens: p.isl, OutputTokens: p.osl, CachedBlocks: ch.CachedBlocks}
 	if err := p.tracker.Add(lr, p.now); err != nil {
 		return Booking{}, fmt.Errorf("%w: booking: %w", ErrInvalidRequest, err)
 	}

@@ -67,7 +67,7 @@ func (d *Decider) project(sc *Scratch) error {
 		sc.all = append(sc.all, routing.Match{Worker: sc.cands[i].Info.Worker, Overlap: sc.cands[i].Overlap})
 	}
 	var err error
-	q := load.Query{Hashes: sc.trackerHashes(), ISLTokens: p.isl}
+	q := load.Query{Hashes: sc.trackerHashes(), ISLTokens: p.isl, OutputTokens: p.osl}
 	if sc.loads, err = p.tracker.Potential(sc.loads[:0], q, sc.all); err != nil {
 		return err
 	}
