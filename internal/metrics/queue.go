@@ -45,7 +45,7 @@ func NewQueue(r prometheus.Registerer) *Queue {
 			Help: "Requests refused by the admission queue, by reason (a queue limit's key, or expired)."},
 			append(cls, "reason")),
 		ClassFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_router_queue_class_fallbacks_total",
-			Help: "Requests that named an unknown policy class and took the default family."}, []string{"model"}),
+			Help: "Requests refused with 400 for naming an unknown policy class or family."}, []string{"model"}),
 	}
 	q.PendingRequests = register(r, q.PendingRequests)
 	q.PendingISLTokens = register(r, q.PendingISLTokens)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,8 +128,15 @@ func (d *Dispatcher) routeQueued(ctx context.Context, sc *policy.Scratch, r *Req
 		return nil, err
 	}
 	cl := mq.profile.Classify(r.PolicyClass, q.ISLTokens, sc.BestCachedTokens())
-	if cl.Fallback && mq.m != nil {
-		mq.m.ClassFallbacks.WithLabelValues(r.Model).Inc()
+	if cl.Fallback {
+		// The reference router quietly serves such a request in the default
+		// family; a misspelt class would then be served at another priority
+		// without anyone noticing, so the request is refused and counted.
+		if mq.m != nil {
+			mq.m.ClassFallbacks.WithLabelValues(r.Model).Inc()
+		}
+		return nil, fmt.Errorf("%w: x-dynamo-meta-policy-class %q names no policy class or family of model %s (known classes: %s)",
+			ErrBadRequest, r.PolicyClass, r.Model, strings.Join(mq.profile.ClassNames(), ", "))
 	}
 	arrival := r.Arrival
 	if arrival.IsZero() {

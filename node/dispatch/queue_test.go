@@ -193,3 +193,28 @@ func TestQueueConcurrentBurstDrains(t *testing.T) {
 		t.Fatalf("load left booked: %+v", l)
 	}
 }
+
+func TestQueueUnknownPolicyClassIsRefused(t *testing.T) {
+	f := queued(t, "default_policy_family: std\nfamilies: {std: {class: std}, premium: {class: premium}}\nclasses: {std: {}, premium: {}}")
+	tests := []struct {
+		name, class string
+		want        error
+	}{
+		{"no header: default class", "", nil},
+		{"known class", "premium", nil},
+		{"unknown class", "premium-typo", ErrBadRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.req(prompt(1, 64))
+			r.PolicyClass = tc.class
+			dec, err := f.d.Route(t0ctx, r)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if err == nil {
+				dec.Done(nil)
+			}
+		})
+	}
+}
