@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/store"
@@ -201,6 +202,9 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
+	}
+	if err := n.metrics.Registry.Register(metrics.NewRaftCollector(c.cn.Raft())); err != nil {
+		n.log.Warn("raft metrics not registered", "err", err)
 	}
 	c.srv = grpc.NewServer(srvOpts...)
 	c.cn.RegisterForwarding(c.srv)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ type nodeFlags struct {
 	prefillAbs   int64
 	prefillFrac  float64
 	log          logFlags
+	deploy       deployFlags
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -83,6 +85,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Events.LivenessTimeout, "liveness-timeout", fleet.DefaultLivenessTimeout, "drop an engine whose heartbeats stop for this long")
 	fs.DurationVar(&c.Events.SnapshotTimeout, "snapshot-timeout", fleet.DefaultSnapshotTimeout, "wait this long for an engine's KV snapshot during a resync")
 	f.log.register(fs)
+	f.registerDeploy(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
@@ -100,7 +103,7 @@ func (f *nodeFlags) resolve() error {
 	if f.prefillFrac >= 0 {
 		d.Thresholds.ActivePrefillTokensFrac = &f.prefillFrac
 	}
-	return nil
+	return f.resolveDeploy()
 }
 
 func newNodeCmd() *cobra.Command {
@@ -129,7 +132,7 @@ Every option can also be set in a YAML file (--config) or a KVR_* environment va
 			}
 			n, err := node.New(f.cfg, log)
 			if err != nil {
-				return err
+				return explainConfigError(cmd.Flags(), cmp.Or(f.configPath, configFromEnv(environ())), environ(), err)
 			}
 			return n.Run(cmd.Context())
 		},

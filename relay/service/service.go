@@ -336,6 +336,7 @@ func (r *Relay) buildGateway() error {
 		return err
 	}
 	loc.SetMetrics(gw.Metrics())
+	gw.Metrics().Registry.MustRegister(newLaneCollector(r.cons.Lanes))
 	r.gw = gw
 	return nil
 }
