@@ -2,7 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -102,5 +105,26 @@ func TestBootstrapWithJoinFollowsMembership(t *testing.T) {
 				t.Fatalf("bootstrap %v join %q", cc.Bootstrap, cc.Join)
 			}
 		})
+	}
+}
+
+func TestPortInUseNamesTheFlag(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addr := held.Addr().String()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("http-addr", addr, "")
+	fs.String("nats-listen", "127.0.0.1:0", "")
+	_, lerr := net.Listen("tcp", addr)
+	got := explainListenError(fs, fmt.Errorf("http_addr %s: %w", addr, lerr))
+	if !strings.Contains(got.Error(), "--http-addr (KVR_HTTP_ADDR)") || !errors.Is(got, syscall.EADDRINUSE) {
+		t.Fatalf("got %v", got)
+	}
+	other := errors.New("something else")
+	if explainListenError(fs, other) != other {
+		t.Fatal("an error that is not about a taken port must pass unchanged")
 	}
 }

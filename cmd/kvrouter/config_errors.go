@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -71,4 +74,37 @@ func optionSource(f *pflag.Flag, path string, env []string) string {
 		return "config file " + path + ", key " + key + " (--" + f.Name + ")"
 	}
 	return "--" + f.Name + " (default " + f.DefValue + ")"
+}
+
+// explainListenError names the option that moves a listener whose address
+// is taken: "127.0.0.1:8000 is in use: choose another address with
+// --http-addr (KVR_HTTP_ADDR)". The option is the flag whose value is the
+// address, or else ends with its port (a host name resolves to another
+// form of the address).
+func explainListenError(fs *pflag.FlagSet, err error) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	addr := op.Addr.String()
+	_, port, _ := net.SplitHostPort(addr)
+	var exact, byPort []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		v := f.Value.String()
+		switch {
+		case v == addr:
+			exact = append(exact, f.Name)
+		case port != "" && strings.HasSuffix(v, ":"+port):
+			byPort = append(byPort, f.Name)
+		}
+	})
+	names := exact
+	if len(names) == 0 {
+		names = byPort
+	}
+	if len(names) != 1 {
+		return fmt.Errorf("%s is in use by another process: %w", addr, err)
+	}
+	env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(names[0], "-", "_"))
+	return fmt.Errorf("%s is in use by another process: choose another address with --%s (%s): %w", addr, names[0], env, err)
 }

@@ -134,7 +134,7 @@ Every option can also be set in a YAML file (--config) or a KVR_* environment va
 			if err != nil {
 				return explainConfigError(cmd.Flags(), cmp.Or(f.configPath, configFromEnv(environ())), environ(), err)
 			}
-			return n.Run(cmd.Context())
+			return explainListenError(cmd.Flags(), n.Run(cmd.Context()))
 		},
 	}
 	f.register(cmd.Flags())
@@ -160,9 +160,9 @@ func (l *logFlags) logger(w *os.File) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch l.format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(newDedupHandler(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(newDedupHandler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
 }

@@ -120,6 +120,10 @@ func startEmbedded(addr string) (*server.Server, error) {
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
+	} else if err := probeListen(host, port); err != nil {
+		// The server would retry its bind and report only that it never
+		// became ready; a taken port is said at once, as such.
+		return nil, fmt.Errorf("nats_listen %s: %w", addr, err)
 	}
 	opts := &server.Options{Host: host, Port: port, NoLog: true, NoSigs: true, MaxPayload: 8 << 20}
 	srv, err := server.NewServer(opts)
@@ -184,4 +188,14 @@ func (b *Bus) Close() {
 			b.srv.WaitForShutdown()
 		}
 	})
+}
+
+// probeListen binds host:port and releases it, to learn whether the
+// embedded server can listen there.
+func probeListen(host string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }
