@@ -36,7 +36,8 @@ const natsIP = podNet + "100"
 // dc1 overlay as the kubelet would, ordinals 0-2 with the manifest's own
 // arguments and environment, and names resolved as the cluster DNS
 // resolves them. The three members must form one cluster with no operator
-// action, and ordinal 0, restarted with an empty disk, must rejoin it.
+// action, ordinal 0, restarted with an empty disk, must rejoin it, and
+// ordinal 3, a scale-out, must join it.
 func TestStatefulSetFormsAClusterAndRejoins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process: skipped in -short")
@@ -69,6 +70,11 @@ func TestStatefulSetFormsAClusterAndRejoins(t *testing.T) {
 	if m0.last["kvrouter_raft_applied_index"] < commit {
 		t.Fatalf("kvrouter-0 applied %v after rejoining, the cluster had committed %v", m0.last["kvrouter_raft_applied_index"], commit)
 	}
+
+	// A scale-out: ordinal 3 is no initial member, so it joins.
+	m3 := &member{ordinal: 3, root: filepath.Join(root, "kvrouter-3")}
+	m3.start(t, sts, po, resolver)
+	waitCluster(t, client, append(members, m3), 4, commit)
 }
 
 // member is one pod of the StatefulSet, run as a process.
