@@ -153,7 +153,7 @@ Precedence: default < file < environment < flag.`,
 			if err != nil {
 				return err
 			}
-			return r.Run(cmd.Context())
+			return explainListenError(cmd.Flags(), r.Run(cmd.Context()))
 		},
 	}
 	f.register(cmd.Flags())
