@@ -94,7 +94,7 @@ func TestQueriedMetricsExist(t *testing.T) {
 	waitHTTP(t, "http://"+nodeHTTP+"/health")
 	runProcess(t, dir, "engine", "mocker", "--nats", "nats://"+nats, "--http-addr", engineHTTP, "--speedup", "100")
 	runProcess(t, dir, "relay", "relay", "--nats", "nats://"+nats, "--nodes", "http://"+nodeHTTP, "--cluster-apis", api,
-		"--gateway-addr", gateway, "--publish-addr", publish, "--peers", "dc9=127.0.0.1:1/127.0.0.1:1/1ms")
+		"--gateway-addr", gateway, "--publish-addr", publish, "--peer-dcs", "dc9=127.0.0.1:1/127.0.0.1:1/1ms")
 	waitHTTP(t, "http://"+nodeHTTP+"/ready")
 	waitHTTP(t, "http://"+gateway+"/health")
 	body := `{"model":"meta-llama/Llama-3.1-8B-Instruct","prompt":"` + strings.Repeat("the same prefix again ", 20) + `","max_tokens":4,"stream":true}`
