@@ -18,6 +18,7 @@ type certificate struct {
 		RenewBefore string   `json:"renewBefore,omitempty"`
 		DNSNames    []string `json:"dnsNames,omitempty"`
 		IPAddresses []string `json:"ipAddresses,omitempty"`
+		URIs        []string `json:"uris,omitempty"`
 		Usages      []string `json:"usages,omitempty"`
 		PrivateKey  *struct {
 			Algorithm      string `json:"algorithm,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -102,6 +103,19 @@ func TestOverlaysNameTheirDC(t *testing.T) {
 				if got := envValue(w.spec.Containers[0].Env, "KVR_DC"); got != dc {
 					t.Errorf("%s: KVR_DC = %q", w.name, got)
 				}
+				for _, v := range w.spec.Volumes {
+					if v.CSI == nil {
+						continue
+					}
+					if uris := v.CSI.VolumeAttributes["csi.cert-manager.io/uri-sans"]; !identitiesOf(uris, dc) {
+						t.Errorf("%s: volume %s names %q, not an identity of %s", w.name, v.Name, uris, dc)
+					}
+				}
+			}
+			for _, o := range objs {
+				if c, ok := o.v.(*certificate); ok && !identitiesOf(strings.Join(c.Spec.URIs, ","), dc) {
+					t.Errorf("Certificate %s names %v, not an identity of %s", o.name, c.Spec.URIs, dc)
+				}
 			}
 		})
 	}
@@ -160,6 +174,17 @@ func TestTLSOnEverywhere(t *testing.T) {
 			}
 		}
 	}
+}
+
+// identitiesOf reports whether every URI SAN of a comma-separated list
+// is a kvr:// identity of dc (an empty list is).
+func identitiesOf(uris, dc string) bool {
+	for _, u := range strings.Split(uris, ",") {
+		if u != "" && !strings.HasPrefix(strings.TrimSpace(u), "kvr://"+dc+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 type object struct {

@@ -8,14 +8,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
 // testCA stands in for cert-manager: it signs the certificates the
-// manifests' Certificate objects ask for, with their DNS names.
+// manifests' Certificate objects and csi-driver volumes ask for, with
+// their names and usages.
 type testCA struct {
 	cert   *x509.Certificate
 	key    *ecdsa.PrivateKey
@@ -40,16 +43,40 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), serial: 1}
 }
 
-// writeSecret writes the files cert-manager puts in a TLS Secret (tls.crt,
-// tls.key, ca.crt) for a certificate with dnsNames into dir.
-func (ca *testCA) writeSecret(t *testing.T, dir string, dnsNames []string) {
+// certNames are what a certificate is issued for: its DNS names, its URI
+// SANs (kvr://<dc>/<role>/<name>) and its extended key usages.
+type certNames struct {
+	dns    []string
+	uris   []string
+	usages []x509.ExtKeyUsage
+}
+
+// files are where a TLS Secret or a csi-driver volume puts the
+// certificate, its key and the CA.
+type files struct{ cert, key, ca string }
+
+var secretFiles = files{cert: "tls.crt", key: "tls.key", ca: "ca.crt"}
+
+// issue writes a certificate for n, its key and the CA into dir, as
+// cert-manager fills a TLS Secret (tls.crt, tls.key, ca.crt) or
+// csi-driver a volume.
+func (ca *testCA) issue(t *testing.T, dir string, n certNames, f files) {
 	t.Helper()
 	ca.serial++
 	key := newKey(t)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: dnsNames[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: dnsNames,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: n.dns,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: n.usages}
+	for _, s := range n.uris {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatalf("uri SAN %q: %v", s, err)
+		}
+		tmpl.URIs = append(tmpl.URIs, u)
+	}
+	if len(n.dns) > 0 {
+		tmpl.Subject.CommonName = n.dns[0]
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -58,9 +85,44 @@ func (ca *testCA) writeSecret(t *testing.T, dir string, dnsNames []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(t, filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	writeFile(t, filepath.Join(dir, "ca.crt"), ca.pem)
+	writeFile(t, filepath.Join(dir, f.cert), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	writeFile(t, filepath.Join(dir, f.key), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	writeFile(t, filepath.Join(dir, f.ca), ca.pem)
+}
+
+// extKeyUsages maps cert-manager's usage names to x509's extended key
+// usages; the other usages (digital signature, key encipherment) are key
+// usages every issued certificate has here.
+var extKeyUsages = map[string]x509.ExtKeyUsage{
+	"server auth": x509.ExtKeyUsageServerAuth,
+	"client auth": x509.ExtKeyUsageClientAuth,
+}
+
+// usagesOf reads cert-manager usage names; an unknown one fails the test.
+func usagesOf(t *testing.T, names []string) []x509.ExtKeyUsage {
+	t.Helper()
+	var out []x509.ExtKeyUsage
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if u, ok := extKeyUsages[n]; ok {
+			out = append(out, u)
+			continue
+		}
+		if n != "digital signature" && n != "key encipherment" {
+			t.Fatalf("usage %q is not one of cert-manager's", n)
+		}
+	}
+	return out
+}
+
+// namesOf are the names a Certificate object asks for.
+func namesOf(t *testing.T, c *certificate) certNames {
+	t.Helper()
+	usages := c.Spec.Usages
+	if len(usages) == 0 { // cert-manager's default
+		usages = []string{"digital signature", "key encipherment"}
+	}
+	return certNames{dns: c.Spec.DNSNames, uris: c.Spec.URIs, usages: usagesOf(t, usages)}
 }
 
 func (ca *testCA) pool() *x509.CertPool {

@@ -45,7 +45,7 @@ func TestStatefulSetFormsAClusterAndRejoins(t *testing.T) {
 	objs := decodeAll(t, build(t, "kubernetes/overlays/dc1"))
 	sts := find[*appsv1.StatefulSet](t, objs, "kvrouter")
 	ca := newTestCA(t)
-	po := newPodObjects(objs, ca)
+	po := newPodObjects(append(objs, decodeAll(t, build(t, "kubernetes/federation"))...), ca)
 	resolver := serveClusterDNS(t, sts.Spec.ServiceName)
 	startNATS(t, ca, find[*certificate](t, objs, "kvrouter-nats"))
 
@@ -55,7 +55,8 @@ func TestStatefulSetFormsAClusterAndRejoins(t *testing.T) {
 		members[i] = &member{ordinal: i, root: filepath.Join(root, fmt.Sprintf("kvrouter-%d", i))}
 		members[i].start(t, sts, po, resolver)
 	}
-	client := podClient(ca)
+	// Prometheus presents the DC's operator token (prometheus/scrape.yaml).
+	client := podClient(ca, string(po.secret(t, "kvrouter-auth", "operator-token")))
 	leader := waitCluster(t, client, members, 3, 0)
 	t.Logf("cluster formed: leader kvrouter-%d, commit index %v", leader.ordinal, leader.last["kvrouter_raft_commit_index"])
 	commit := leader.last["kvrouter_raft_commit_index"]
@@ -91,7 +92,7 @@ type member struct {
 func (m *member) start(t *testing.T, sts *appsv1.StatefulSet, po podObjects, resolver string) {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", sts.Name, m.ordinal)
-	m.pod = newPod(t, &sts.Spec.Template.Spec, name, podIP(m.ordinal), m.root, po)
+	m.pod = newPod(t, &sts.Spec.Template.Spec, name, sts.Namespace, podIP(m.ordinal), m.root, po)
 	m.cmd = exec.Command(binary, m.pod.args...)
 	// The pod's environment only, plus the address of the test's cluster
 	// DNS, which a pod gets from its resolv.conf.
@@ -178,7 +179,7 @@ func waitCluster(t *testing.T, client *http.Client, members []*member, voters, m
 }
 
 // scrapeRaft reads the member's kvrouter_raft_* gauges from /metrics,
-// over HTTPS as Prometheus would.
+// over HTTPS with the operator token, as Prometheus would.
 func scrapeRaft(client *http.Client, m *member) (map[string]float64, error) {
 	name := fmt.Sprintf("kvrouter-%d.kvrouter-peers", m.ordinal)
 	resp, err := client.Get("https://" + name + ":8000/metrics")
@@ -186,6 +187,9 @@ func scrapeRaft(client *http.Client, m *member) (map[string]float64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -202,8 +206,8 @@ func scrapeRaft(client *http.Client, m *member) (map[string]float64, error) {
 }
 
 // podClient verifies the pods' certificates against the test CA, dialling
-// a pod's stable name at its loopback address.
-func podClient(ca *testCA) *http.Client {
+// a pod's stable name at its loopback address, and presents token.
+func podClient(ca *testCA, token string) *http.Client {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, _ := net.SplitHostPort(addr)
 		if ord, ok := strings.CutSuffix(host, ".kvrouter-peers"); ok {
@@ -215,8 +219,20 @@ func podClient(ca *testCA) *http.Client {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: dial,
-		TLSClientConfig: &tls.Config{RootCAs: ca.pool(), MinVersion: tls.VersionTLS12}}}
+	tr := &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: ca.pool(), MinVersion: tls.VersionTLS12}}
+	return &http.Client{Timeout: 2 * time.Second, Transport: bearer{token, tr}}
+}
+
+// bearer adds an Authorization: Bearer header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // serveClusterDNS answers as the cluster DNS would for the names the
@@ -254,7 +270,7 @@ func serveClusterDNS(t *testing.T, headless string) string {
 func startNATS(t *testing.T, ca *testCA, c *certificate) {
 	t.Helper()
 	dir := t.TempDir()
-	ca.writeSecret(t, dir, c.Spec.DNSNames)
+	ca.issue(t, dir, namesOf(t, c), secretFiles)
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 	if err != nil {
 		t.Fatal(err)
