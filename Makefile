@@ -29,8 +29,9 @@ build: ## Build bin/kvrouter (static, stripped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o $(BIN) ./cmd/kvrouter
 
 .PHONY: test
-test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages.
+test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages, deploy/ validation.
 	$(GO) test -count=1 $(PKGS)
+	cd deploy && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -short $(RACE_PKGS)
 
 .PHONY: test-race
@@ -47,11 +48,15 @@ lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd deploy && $(GO) vet ./...
 
 .PHONY: bench
 bench: ## Benchmarks of every package (BENCHTIME=1s by default).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
+# deploy/ is its own module too, so that kustomize's and Kubernetes' Go
+# packages, which only its validation tests need, stay out of go.mod; `make
+# test` and `make lint` run it explicitly.
 # bench/ is its own module, so that the peer's dependencies stay out of go.mod; `go test ./...`
 # here does not descend into it.
 PEERS_SEED   ?= 1

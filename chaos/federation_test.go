@@ -30,7 +30,7 @@ type relayProc struct {
 	exited          chan struct{}
 }
 
-// startRelay launches the relay of d with the given --peers values.
+// startRelay launches the relay of d with the given --peer-dcs values.
 func startRelay(t *testing.T, d *dc, gateway, publish string, peers []string) *relayProc {
 	t.Helper()
 	r := &relayProc{d: d, gateway: gateway, public: publish, peerArgs: peers,
@@ -61,7 +61,7 @@ func (r *relayProc) start(t *testing.T) {
 	}
 	r.cmd = exec.Command(binary, "relay", "--dc", r.d.name, "--nats", r.d.nats,
 		"--nodes", strings.Join(nodes, ","), "--cluster-apis", strings.Join(apis, ","),
-		"--gateway-addr", r.gateway, "--publish-addr", r.public, "--peers", strings.Join(r.peerArgs, ","),
+		"--gateway-addr", r.gateway, "--publish-addr", r.public, "--peer-dcs", strings.Join(r.peerArgs, ","),
 		"--pools", fmt.Sprintf("%s:%d", mocker.DefaultModel, blockSize), "--heartbeat-interval", "200ms",
 		"--max-staleness", "2s")
 	r.cmd.Stdout, r.cmd.Stderr, r.cmd.Env = logf, logf, childEnv()

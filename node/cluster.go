@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/store"
@@ -229,6 +230,9 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 		return nil, err
 	}
 	cnRef.Store(c.cn)
+	if err := n.metrics.Registry.Register(metrics.NewRaftCollector(c.cn.Raft())); err != nil {
+		n.log.Warn("raft metrics not registered", "err", err)
+	}
 	c.srv = grpc.NewServer(append(srvOpts, c.cn.ServerOptions()...)...)
 	c.cn.RegisterForwarding(c.srv)
 	c.cn.RegisterAdmin(c.srv)

@@ -28,7 +28,7 @@ func TestRelayRefusesUnauthenticatedSubscribers(t *testing.T) {
 	gateway, pub := freeAddr(t), freeAddr(t)
 	start(t, "relay", "relay", "--dc", "dc1", "--nats", "nats://"+nats, "--nodes", "http://"+n1.http,
 		"--cluster-apis", n1.api, "--gateway-addr", gateway, "--publish-addr", pub,
-		"--peers", "dc2="+freeAddr(t)+"/"+freeAddr(t)+"/10ms",
+		"--peer-dcs", "dc2="+freeAddr(t)+"/"+freeAddr(t)+"/10ms",
 		"--cluster-tls-cert", relayCert.Cert, "--cluster-tls-key", relayCert.Key, "--cluster-tls-ca", relayCert.CA,
 		"--wan-tls-cert", relayCert.Cert, "--wan-tls-key", relayCert.Key, "--wan-tls-ca", relayCert.CA)
 	metrics := "http://" + gateway + "/metrics"

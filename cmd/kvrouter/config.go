@@ -22,17 +22,21 @@ const EnvPrefix = "KVR_"
 // default); the file and the environment name the same options with
 // underscores (http_addr, KVR_HTTP_ADDR for --http-addr) and are applied by
 // setting the flags the command line left alone, so one parser validates
-// every source. Unknown file keys are errors that name the key and the
-// file; unknown KVR_* variables are logged once and ignored. The reference
+// every source. The file is --config, or KVR_CONFIG when the flag is
+// unset. Unknown file keys are errors that name the key and the file;
+// unknown KVR_* variables are logged once and ignored. The reference
 // router's DYN_* variables rank between the file and KVR_* (see
 // env_reference.go), and an option's other names count as set when one of
 // them is (flag_values.go).
 func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 	syncAliases(fs)
+	if path == "" {
+		path = configFromEnv(environ)
+	}
 	if path != "" {
-		k := koanf.New("\x00") // keys are flat; no delimiter may split them
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-			return fmt.Errorf("config file %s: %w", path, err)
+		k, err := loadFile(path)
+		if err != nil {
+			return err
 		}
 		keys := k.Keys()
 		slices.Sort(keys)
@@ -52,6 +56,9 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 			continue
 		}
 		key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+		if name == configEnv {
+			continue
+		}
 		if !knownOption(fs, key) {
 			ignored = append(ignored, name)
 			continue
@@ -69,6 +76,36 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 		slog.Warn("ignoring environment variables that name no option of this command", "variables", strings.Join(ignored, ","))
 	}
 	return nil
+}
+
+// configEnv names the configuration file when --config does not.
+const configEnv = EnvPrefix + "CONFIG"
+
+// configFromEnv returns KVR_CONFIG's value, or "".
+func configFromEnv(environ []string) string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, configEnv+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// loadFile reads a YAML file of options. Options are flat keys; a nested
+// map yields dotted keys (cluster.peers), which are then reported as
+// unknown options in that form.
+func loadFile(path string) (*koanf.Koanf, error) {
+	k := koanf.New(".")
+	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// fileHasKey reports whether the YAML file sets key.
+func fileHasKey(path, key string) bool {
+	k, err := loadFile(path)
+	return err == nil && k.Exists(key)
 }
 
 // knownOption reports whether key names one of the command's options.

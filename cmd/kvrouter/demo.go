@@ -61,11 +61,15 @@ client until interrupted.`,
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
+	return explainListenError(cmd.Flags(), demoRun(cmd, f))
+}
+
+func demoRun(cmd *cobra.Command, f *demoFlags) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: %w", f.logLevel, err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	log := slog.New(newDedupHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 	f.live.Engines = f.sim.engines
 	if f.serve {
 		return serveDemo(cmd, f, log)

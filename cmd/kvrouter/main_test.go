@@ -129,7 +129,7 @@ func TestRelayFlagErrorsNameTheFlag(t *testing.T) {
 	}{
 		{name: "unknown summary kind", args: []string{"--summary-kind", "xor"}, flag: "--summary-kind"},
 		{name: "pool", args: []string{"--pools", "m"}, flag: "--pools"},
-		{name: "peer", args: []string{"--peers", "eu=a/b"}, flag: "--peers"},
+		{name: "peer", args: []string{"--peer-dcs", "eu=a/b"}, flag: "--peer-dcs"},
 		{name: "partial wan tls", args: []string{"--wan-tls-cert", "relay.pem"}, flag: "wan_tls_cert, wan_tls_key and wan_tls_ca"},
 		{name: "missing wan tls files", args: []string{"--wan-tls-cert", "no.pem", "--wan-tls-key", "no-key.pem", "--wan-tls-ca", "ca.pem"}, flag: "wan_tls_cert/wan_tls_key"},
 		{name: "partial cluster tls", args: []string{"--cluster-tls-ca", "ca.pem"}, flag: "cluster_tls_cert, cluster_tls_key and cluster_tls_ca"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -27,6 +28,7 @@ type nodeFlags struct {
 	log          logFlags
 	ref          referenceFlags // node_flags_reference.go
 	queue        queueFlags
+	deploy       deployFlags
 }
 
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
@@ -91,6 +93,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerReference(fs)
 	f.log.register(fs)
 	f.registerQueue(fs)
+	f.registerDeploy(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
@@ -111,7 +114,10 @@ func (f *nodeFlags) resolve() error {
 	if err := f.resolveReference(); err != nil {
 		return err
 	}
-	return f.resolveQueue()
+	if err := f.resolveQueue(); err != nil {
+		return err
+	}
+	return f.resolveDeploy()
 }
 
 func newNodeCmd() *cobra.Command {
@@ -140,9 +146,9 @@ Every option can also be set in a YAML file (--config) or a KVR_* environment va
 			}
 			n, err := node.New(f.cfg, log)
 			if err != nil {
-				return err
+				return explainConfigError(cmd.Flags(), cmp.Or(f.configPath, configFromEnv(environ())), environ(), err)
 			}
-			return n.Run(cmd.Context())
+			return explainListenError(cmd.Flags(), n.Run(cmd.Context()))
 		},
 	}
 	f.register(cmd.Flags())
@@ -168,9 +174,9 @@ func (l *logFlags) logger(w *os.File) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch l.format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(newDedupHandler(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(newDedupHandler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
 }

@@ -38,7 +38,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.ClusterAPIs, "cluster-apis", []string{"127.0.0.1:7100"}, "the DC's router nodes' cluster API addresses (ownership stream)")
 	fs.StringVar(&c.GatewayAddr, "gateway-addr", "127.0.0.1:8080", "the DC's OpenAI-compatible ingress address")
 	fs.StringVar(&c.PublishAddr, "publish-addr", "127.0.0.1:7200", "where the DC's summaries are served to other DCs' relays (gRPC)")
-	fs.StringSliceVar(&f.peers, "peers", nil, "other DCs' relays, dc=publish_addr/gateway_addr/wan_rtt each (e.g. eu=10.1.0.5:7200/10.1.0.5:8080/80ms); a DC with several relays not behind one Service is listed once per relay, with the same wan_rtt")
+	f.registerPeers(fs)
 	fs.StringSliceVar(&f.pools, "pools", []string{fmt.Sprintf("%s:%d", mocker.DefaultModel, mocker.DefaultBlockSize)}, "pools summarised and searched, model:block_size each")
 	p := &c.Policy
 	fs.BoolVar(&p.LocalOnly, "local-only", false, "never forward for prefix reuse (sessions still go to the DC that owns them)")
@@ -96,11 +96,11 @@ func (f *relayFlags) resolve() error {
 		dc, rest, ok := strings.Cut(s, "=")
 		parts := strings.Split(rest, "/")
 		if !ok || dc == "" || len(parts) != 3 {
-			return fmt.Errorf("--peers: %q is not dc=publish_addr/gateway_addr/wan_rtt", s)
+			return fmt.Errorf("--peer-dcs: %q is not dc=publish_addr/gateway_addr/wan_rtt", s)
 		}
 		rtt, err := time.ParseDuration(parts[2])
 		if err != nil || rtt < 0 {
-			return fmt.Errorf("--peers: %q: wan_rtt %q is not a duration", s, parts[2])
+			return fmt.Errorf("--peer-dcs: %q: wan_rtt %q is not a duration", s, parts[2])
 		}
 		scheme := "http://"
 		if f.peersHTTPS {
@@ -154,7 +154,7 @@ Precedence: default < file < environment < flag.`,
 			if err != nil {
 				return err
 			}
-			return r.Run(cmd.Context())
+			return explainListenError(cmd.Flags(), r.Run(cmd.Context()))
 		},
 	}
 	f.register(cmd.Flags())

@@ -194,6 +194,10 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, nats.Option, e
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
+	} else if err := probeListen(host, port); err != nil {
+		// The server would retry its bind and report only that it never
+		// became ready; a taken port is said at once, as such.
+		return nil, nil, fmt.Errorf("nats_listen %s: %w", addr, err)
 	}
 	opts := &server.Options{Host: host, Port: port, NoLog: true, NoSigs: true, MaxPayload: 8 << 20}
 	self, err := secure(opts, cfg)
@@ -313,4 +317,14 @@ func redactURLs(urls string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// probeListen binds host:port and releases it, to learn whether the
+// embedded server can listen there.
+func probeListen(host string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }

@@ -41,6 +41,8 @@ type promptDetails struct {
 
 func (o *output) usage(c *mocker.Completion) *usage {
 	cached := min(c.HitBlocks*o.srv.cfg.Engine.BlockSize, c.PromptTokens)
+	o.srv.prefixQueried.Add(uint64(c.PromptTokens))
+	o.srv.prefixHit.Add(uint64(cached))
 	return &usage{PromptTokens: c.PromptTokens, CompletionTokens: c.OutputTokens,
 		TotalTokens: c.PromptTokens + c.OutputTokens, PromptDetails: promptDetails{CachedTokens: cached}}
 }

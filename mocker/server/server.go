@@ -39,6 +39,10 @@ type Server struct {
 	started  atomic.Bool
 	hbPaused atomic.Bool
 	reqSeq   atomic.Uint64
+
+	// prefixQueried and prefixHit count prompt tokens looked up in the
+	// prefix cache and found there, for vLLM's prefix_cache metrics.
+	prefixQueried, prefixHit atomic.Uint64
 }
 
 // New builds a server from cfg (completed with defaults and validated) that

@@ -16,6 +16,9 @@ import (
 type vllmCollector struct {
 	s                         *Server
 	running, waiting, gpu, kv *prometheus.Desc
+	// queries and hits are vLLM's prefix cache counters, in prompt
+	// tokens: their ratio is the hit ratio the engine itself reports.
+	queries, hits *prometheus.Desc
 }
 
 func newVLLMCollector(s *Server) *vllmCollector {
@@ -25,6 +28,8 @@ func newVLLMCollector(s *Server) *vllmCollector {
 		waiting: prometheus.NewDesc("vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels, nil),
 		gpu:     prometheus.NewDesc("vllm:gpu_cache_usage_perc", "KV-cache usage; 1 means 100 percent usage (older name).", labels, nil),
 		kv:      prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage; 1 means 100 percent usage.", labels, nil),
+		queries: prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil),
+		hits:    prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil),
 	}
 }
 
@@ -33,10 +38,14 @@ func (c *vllmCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.waiting
 	ch <- c.gpu
 	ch <- c.kv
+	ch <- c.queries
+	ch <- c.hits
 }
 
 func (c *vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	model := c.s.cfg.Engine.Model
+	ch <- prometheus.MustNewConstMetric(c.queries, prometheus.CounterValue, float64(c.s.prefixQueried.Load()), model)
+	ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(c.s.prefixHit.Load()), model)
 	for _, r := range c.s.ranks {
 		l, _ := r.load()
 		rank := strconv.FormatUint(uint64(r.worker.Rank), 10)

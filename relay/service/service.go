@@ -373,6 +373,7 @@ func (r *Relay) buildGateway() error {
 	}
 	r.watchCerts(gw)
 	loc.SetMetrics(gw.Metrics())
+	gw.Metrics().Registry.MustRegister(newLaneCollector(r.cons.Lanes))
 	r.gw = gw
 	r.sec.Register(gw.Metrics().Registerer())
 	return nil
