@@ -53,6 +53,31 @@ func BenchmarkKVSelect(b *testing.B) {
 	}
 }
 
+// BenchmarkKVTTFTSelect scores and picks among 16 and 256 candidates with
+// the balance term off and on (its defaults); the difference is the
+// term's map lookups and lock.
+func BenchmarkKVTTFTSelect(b *testing.B) {
+	for _, balance := range []float64{0, DefaultKVTTFTConfig().BalanceWeight} {
+		for _, n := range []int{16, 256} {
+			b.Run(fmt.Sprintf("balance=%v/candidates=%d", balance, n), func(b *testing.B) {
+				cfg := DefaultKVTTFTConfig()
+				cfg.BalanceWeight = balance
+				s, _ := NewKVTTFT(cfg, rand.New(rand.NewPCG(3, 4)))
+				cands := benchCands(n)
+				req := &Request{ISLTokens: 1024, BlockSize: 16}
+				var d Decision
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := s.Select(&d, req, cands); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/candidate")
+			})
+		}
+	}
+}
+
 // BenchmarkRoute is the whole pipeline (filters with a busy threshold, then
 // the kv selector) over 256 candidates.
 func BenchmarkRoute(b *testing.B) {

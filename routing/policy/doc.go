@@ -61,9 +61,10 @@
 //
 // Concurrency. Every selector and filter is safe for concurrent use:
 // round-robin advances an atomic counter, and the selectors that draw random
-// numbers (kv, random, power-of-two) hold a mutex around their *rand.Rand,
-// which they own; do not share one *rand.Rand between selectors or with
-// other code. A Decision is caller-owned scratch and must not be shared
+// numbers (kv, kv-ttft, random, power-of-two) hold a mutex around their
+// *rand.Rand, which they own; do not share one *rand.Rand between selectors
+// or with other code. kv-ttft also holds a mutex over each decision that
+// reads and updates its per-worker sums of recent prefill. A Decision is caller-owned scratch and must not be shared
 // between concurrent calls. The Decider and MemBindings are safe for
 // concurrent use; a Scratch belongs to one call, a Booking to its
 // request's goroutine.
