@@ -60,6 +60,9 @@ type Node struct {
 	closing bool
 	down    chan struct{}
 
+	// health watches the stores for a full disk (storage.go).
+	health storageHealth
+
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
 	conns  map[string]*grpc.ClientConn
@@ -85,6 +88,12 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if err := n.fillDeps(&deps); err != nil {
 		return nil, err
 	}
+	n.health = newStorageHealth(deps)
+	if err := n.checkSnapshots(deps.Snapshots, deps.LogStore); err != nil {
+		n.closeTransport()
+		return nil, err
+	}
+	deps.Snapshots = &checkedSnapshots{SnapshotStore: deps.Snapshots, n: n}
 	n.fsm = NewFSM(deps.State, deps.Index, n.log)
 	n.fsm.metrics = deps.Metrics
 	rc := cfg.raftConfig()
@@ -107,8 +116,9 @@ func New(cfg Config, deps Deps) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.watchDisk()
 	return n, nil
 }
 

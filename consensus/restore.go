@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -30,6 +31,9 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 	defer rc.Close()
 	hdr, recs, err := readSnapshot(rc)
 	if err != nil {
+		if f.metrics != nil {
+			f.metrics.Storage.Corruption("snapshot", "snapshot")
+		}
 		return err
 	}
 	f.mu.Lock()
@@ -40,6 +44,8 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 		}
 		return err
 	}
+	failpoint.Inject(failpoint.RestoreBeforeSwap)
+	defer failpoint.Inject(failpoint.RestoreAfterSwap)
 	f.load(recs)
 	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
 	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.

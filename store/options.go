@@ -48,6 +48,15 @@ type Options struct {
 	FormatMajorVersion pebble.FormatMajorVersion
 	// Logger receives Pebble's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// MinFreeBytes is the free space kept in reserve (diskguard.go): below
+	// it raft log appends and FSM commits fail with ErrDiskFull. Zero
+	// means DefaultMinFreeBytes.
+	MinFreeBytes uint64
+	// Name labels the store in Observer events ("raft", "fsm").
+	Name string
+	// Observer receives disk-full, write-error and corruption events; nil
+	// receives nothing.
+	Observer Observer
 }
 
 // EnsureDefaults fills every zero field with its default and returns o.
@@ -66,6 +75,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	return o
 }

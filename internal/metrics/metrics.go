@@ -68,6 +68,10 @@ type Metrics struct {
 	RaftIndexErrors prometheus.Counter
 
 	EngineSecurity
+
+	// Storage is the durable stores' family (storage.go); the node passes
+	// it to its stores as their store.Observer.
+	Storage *Storage
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -112,6 +116,7 @@ func New() *Metrics {
 	m.RaftIndexErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_raft_index_errors_total", Help: "KV events whose exact-index outcome differed from the raft FSM's tables, each followed by a rebuild of the rank's index."})
 	f(m.RaftIndexErrors)
 	m.registerEngineSecurity(f)
+	m.Storage = NewStorage(r)
 	return m
 }
 
