@@ -36,8 +36,8 @@ test-race: ## Every package under the race detector.
 	$(GO) test -count=1 -race $(PKGS)
 
 .PHONY: chaos
-chaos: ## Fault-injection scenarios on multi-process clusters, longer phases (CHAOS_SECONDS=20, CHAOS_COUNT=3, CHAOS_SEED=now).
-	KVR_CHAOS_SECONDS=$(CHAOS_SECONDS) KVR_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=$(CHAOS_COUNT) -v -timeout 60m ./chaos/...
+chaos: ## Fault-injection scenarios (multi-process and in-process, failpoints compiled in with -tags chaos), longer phases (CHAOS_SECONDS=20, CHAOS_COUNT=3, CHAOS_SEED=now).
+	KVR_CHAOS_SECONDS=$(CHAOS_SECONDS) KVR_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -tags chaos -count=$(CHAOS_COUNT) -v -timeout 60m ./chaos/...
 
 .PHONY: lint
 lint: ## gofmt and go vet.

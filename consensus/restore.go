@@ -36,6 +36,10 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 		}
 		return err
 	}
+	// The failpoints bracket the swap outside the lock, so that readers
+	// held at them see the state before or after it.
+	failpoint.Inject(failpoint.RestoreBeforeSwap)
+	defer failpoint.Inject(failpoint.RestoreAfterSwap)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.checkRestoreIndex(hdr.AppliedIndex); err != nil {
@@ -44,8 +48,6 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 		}
 		return err
 	}
-	failpoint.Inject(failpoint.RestoreBeforeSwap)
-	defer failpoint.Inject(failpoint.RestoreAfterSwap)
 	f.load(recs)
 	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
 	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.

@@ -32,7 +32,8 @@ func OpenDurableState(opts store.Options, log *slog.Logger) (fs *store.FSMStore,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Observer != nil {
+	if opts.Observer != nil && !pebble.IsCorruptionError(err) {
+		// Pebble's own checksum failures were reported by the store.
 		opts.Observer.Corruption(storeName(opts), "table")
 	}
 	aside, serr := setAsideStore(opts)

@@ -36,6 +36,9 @@ func OpenFSM(opts Options) (*FSMStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
+	if o.Name == "" {
+		o.Name = "fsm"
+	}
 	id, err := readLive(o.FS, o.Dir)
 	if err != nil {
 		return nil, err
@@ -53,9 +56,6 @@ func OpenFSM(opts Options) (*FSMStore, error) {
 			o.Observer.Corruption(o.Name, "table")
 		}
 		return nil, errors.Join(err, g.release())
-	}
-	if o.Name == "" {
-		o.Name = "fsm"
 	}
 	return &FSMStore{opts: o, gen: g, guard: newDiskGuard(&o)}, nil
 }

@@ -39,14 +39,14 @@ func OpenLogStore(opts Options) (*LogStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
+	if o.Name == "" {
+		o.Name = "raft"
+	}
 	po, release := o.pebbleOptions()
 	defer release()
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("store: open log store %s: %w", o.Dir, err)
-	}
-	if o.Name == "" {
-		o.Name = "raft"
 	}
 	return &LogStore{db: db, guard: newDiskGuard(&o)}, nil
 }

@@ -122,8 +122,27 @@ func (o *Options) pebbleOptions() (*pebble.Options, func()) {
 		MemTableSize:       o.MemTableBytes,
 		FormatMajorVersion: o.FormatMajorVersion,
 		Logger:             slogLogger{o.Logger.With("component", "pebble", "dir", o.Dir)},
+		EventListener:      o.eventListener(),
 	}
 	return po, release
+}
+
+// eventListener reports corruption Pebble finds instead of letting it
+// call Logger.Fatalf, its default: a corrupt sstable met by a background
+// compaction would otherwise crash the process, and again after every
+// restart. Reported, the corruption fails the reads that meet it with an
+// error Pebble marks as corruption (pebble.IsCorruptionError), which the
+// caller acts on: consensus.OpenDurableState sets a corrupt FSM store
+// aside and rebuilds it.
+func (o *Options) eventListener() *pebble.EventListener {
+	l := o.Logger.With("component", "pebble", "dir", o.Dir)
+	obs, name := o.Observer, o.Name
+	return &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+		l.Error("on-disk corruption detected by checksum", "path", info.Path, "err", info.Details)
+		if obs != nil {
+			obs.Corruption(name, "table")
+		}
+	}}
 }
 
 // slogLogger bridges Pebble's printf-style Logger to slog, so Pebble's lines
