@@ -85,6 +85,9 @@ func (n *Node) apiAddr(id raft.ServerID) string {
 // node serves nothing until it has caught up, and a running node does not
 // flap with every election.
 func (n *Node) CaughtUp() bool {
+	if n.health.full() {
+		return false // A full disk stops acknowledgements; storage.go.
+	}
 	if n.caughtUp.Load() {
 		return true
 	}

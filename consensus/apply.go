@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -83,6 +84,9 @@ func (n *Node) proposeEncoded(ctx context.Context, name string, data []byte) (fu
 	if len(data) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(data), n.cfg.MaxCommandBytes)
 	}
+	if n.health.full() {
+		return nil, ErrDiskFull
+	}
 	n.propMu.RLock()
 	if n.closing {
 		n.propMu.RUnlock()
@@ -94,6 +98,7 @@ func (n *Node) proposeEncoded(ctx context.Context, name string, data []byte) (fu
 		if err := n.await(f); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrIndeterminate, name, err)
 		}
+		failpoint.Inject(failpoint.ConsensusAfterCommitBeforeAck)
 		return unwrapResponse(f.Response())
 	}, nil
 }
@@ -191,9 +196,10 @@ func unwrapResponse(v any) (*kvrpb.RaftResult, error) {
 
 // Retryable reports whether err leaves a write worth retrying with the
 // same request id: indeterminate, or refused before it was proposed
-// because leadership is moving.
+// because leadership is moving (or moving off a leader whose disk is
+// full).
 func Retryable(err error) bool {
-	for _, e := range []error{ErrIndeterminate, ErrNoLeader, ErrNotReady, ErrForwardLoop, raft.ErrNotLeader} {
+	for _, e := range []error{ErrIndeterminate, ErrNoLeader, ErrNotReady, ErrForwardLoop, ErrDiskFull, raft.ErrNotLeader} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -146,6 +146,19 @@
 // After a store error StoreState stops writing (logged once) and the
 // in-memory tables carry on; the store keeps its last good index.
 //
+// # Full disk and corruption
+//
+// A node whose raft log or FSM store is below its free-space reserve
+// (store.ErrDiskFull) refuses proposals with ErrDiskFull, reports itself
+// not caught up, and a leader hands its role over (storage.go); it
+// recovers on the first write that finds room. Snapshots are verified at
+// start and when raft opens one: a corrupt one is reported, set aside as
+// <id>.corrupt.tmp, and the node resumes from the newest intact one with
+// its log, takes a fresh one while running, or refuses to start with
+// ErrNeedsRebuild when its log does not reach back (snapshot_check.go).
+// OpenDurableState sets a corrupt FSM store aside and opens a fresh one,
+// rebuilt from snapshots, the log and the leader (store_open.go).
+//
 // # What it refuses to do
 //
 // It does not import node: Sessions has the method set of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing/index"
@@ -98,6 +99,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 // ApplyBatch implements raft.BatchingFSM: the batch is applied under one
 // lock acquisition, so readers see whole batches.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	failpoint.Inject(failpoint.FSMBeforeApply)
+	defer failpoint.Inject(failpoint.FSMAfterApply)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]any, len(logs))

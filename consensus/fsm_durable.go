@@ -1,11 +1,13 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/store"
 )
 
 // openDurable adopts a durable state's applied index and rebuilds the
@@ -45,7 +47,11 @@ func (f *FSM) commitDurable(term uint64) {
 	if f.durable == nil {
 		return
 	}
-	if err := f.durable.Commit(f.applied, term); err != nil && !f.durableFailed {
+	err := f.durable.Commit(f.applied, term)
+	if errors.Is(err, store.ErrDiskFull) {
+		return // Retried with the next commit; reported by the store's Observer.
+	}
+	if err != nil && !f.durableFailed {
 		f.durableFailed = true
 		f.log.Error("durable state stopped; it keeps its last committed index", "index", f.applied, "err", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -12,9 +13,11 @@ import (
 // state), sets readiness, then proposes expiries every ExpiryInterval.
 // Readiness is reset by watchLeadership when leadership ends.
 func (n *Node) leaderLoop(ctx context.Context) {
+	failpoint.Inject(failpoint.LeaderBeforeBarrier)
 	if !n.barrier(ctx) {
 		return
 	}
+	failpoint.Inject(failpoint.LeaderAfterBarrierBeforeReady)
 	n.epoch.Add(1)
 	n.ready.Store(true)
 	term := n.raft.Stats()["term"]

@@ -62,6 +62,8 @@ type Node struct {
 
 	// sec counts refused calls and events; nil counts nothing.
 	sec *metrics.Security
+	// health watches the stores for a full disk (storage.go).
+	health storageHealth
 
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
@@ -88,6 +90,12 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if err := n.fillDeps(&deps); err != nil {
 		return nil, err
 	}
+	n.health = newStorageHealth(deps)
+	if err := n.checkSnapshots(deps.Snapshots, deps.LogStore); err != nil {
+		n.closeTransport()
+		return nil, err
+	}
+	deps.Snapshots = &checkedSnapshots{SnapshotStore: deps.Snapshots, n: n}
 	n.fsm = NewFSM(deps.State, deps.Index, n.log)
 	n.fsm.metrics = deps.Metrics
 	n.sec = deps.Metrics.Sec()
@@ -111,8 +119,9 @@ func New(cfg Config, deps Deps) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.watchDisk()
 	return n, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -30,8 +31,15 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 	defer rc.Close()
 	hdr, recs, err := readSnapshot(rc)
 	if err != nil {
+		if f.metrics != nil {
+			f.metrics.Storage.Corruption("snapshot", "snapshot")
+		}
 		return err
 	}
+	// The failpoints bracket the swap outside the lock, so that readers
+	// held at them see the state before or after it.
+	failpoint.Inject(failpoint.RestoreBeforeSwap)
+	defer failpoint.Inject(failpoint.RestoreAfterSwap)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.checkRestoreIndex(hdr.AppliedIndex); err != nil {

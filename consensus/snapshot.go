@@ -12,6 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -123,6 +124,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Persist implements raft.FSMSnapshot: header, records, a zero length,
 // then the XXH3-64 of everything before it.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	failpoint.Inject(failpoint.SnapshotBeforePersist)
+	defer failpoint.Inject(failpoint.SnapshotAfterPersist)
 	if err := s.write(sink); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("consensus: persisting snapshot: %w", err)

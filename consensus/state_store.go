@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -102,11 +103,18 @@ func (s *StoreState) Commit(index, term uint64) error {
 		return nil
 	}
 	b := s.batch()
-	s.b = nil
 	if err := b.Commit(index, term); err != nil {
+		if errors.Is(err, store.ErrDiskFull) {
+			// Nothing was written and the batch stays open: the next
+			// entries' writes join it and commit at their index once
+			// space returns, so the store never skips an entry.
+			return err
+		}
+		s.b = nil
 		s.err = fmt.Errorf("consensus: committing state at %d: %w", index, err)
 		return s.err
 	}
+	s.b = nil
 	s.applied, s.term = index, term
 	return nil
 }

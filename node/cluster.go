@@ -173,14 +173,14 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	}()
 	deps := consensus.Deps{Index: c.idx, Metrics: n.metrics}
 	if cc.DataDir != "" {
-		if c.logs, err = store.OpenLogStore(store.Options{Dir: filepath.Join(cc.DataDir, "raft"), Logger: n.log}); err != nil {
+		// The stores report a full disk and corruption to the storage
+		// metrics; a corrupt FSM store is set aside and rebuilt.
+		obs := n.metrics.Storage
+		if c.logs, err = store.OpenLogStore(store.Options{Dir: filepath.Join(cc.DataDir, "raft"), Logger: n.log, Observer: obs}); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
 		}
-		if c.fsm, err = store.OpenFSM(store.Options{Dir: filepath.Join(cc.DataDir, "fsm"), Logger: n.log}); err != nil {
-			return nil, fmt.Errorf("data_dir: %w", err)
-		}
-		st, err := consensus.OpenStoreState(c.fsm)
-		if err != nil {
+		var st *consensus.StoreState
+		if c.fsm, st, _, err = consensus.OpenDurableState(store.Options{Dir: filepath.Join(cc.DataDir, "fsm"), Logger: n.log, Observer: obs}, n.log); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
 		}
 		deps.LogStore, deps.StableStore, deps.State = c.logs, c.logs, st

@@ -121,8 +121,16 @@ func (b *Batch) DeleteSession(key string) { b.del(sessionKey(key)) }
 
 // Commit writes the batch together with the applied index and term, without
 // syncing the WAL (the raft log replays it). index must exceed the applied
-// index. Commit releases the batch whatever the outcome.
+// index. Commit releases the batch whatever the outcome, except
+// ErrDiskFull: then nothing was written and the batch stays open, so the
+// caller may add the next entries' writes to it and commit them all, at
+// the later index, once space returns.
 func (b *Batch) Commit(index, term uint64) error {
+	if b.err == nil && b.s.guard != nil {
+		if err := b.s.guard.check(); err != nil {
+			return err
+		}
+	}
 	defer b.Close()
 	if b.err != nil {
 		return b.err
@@ -142,6 +150,7 @@ func (b *Batch) Commit(index, term uint64) error {
 			return err
 		}
 		if err := b.b.Commit(pebble.NoSync); err != nil {
+			s.guard.writeFailed(err)
 			return fmt.Errorf("store: commit fsm batch at %d: %w", index, err)
 		}
 		g.applied.Store(&a)

@@ -31,6 +31,18 @@
 // Snapshots are written in format version 2; restore also reads version 1
 // streams, which predate the engine block and request tables.
 //
+// # Full disk and corruption
+//
+// Pebble ends in Logger.Fatalf when a WAL write fails, so a store keeps a
+// free-space reserve (Options.MinFreeBytes, diskguard.go): below it
+// StoreLogs and Batch.Commit write nothing and return ErrDiskFull (a
+// refused Batch stays open, to be committed later at a higher index),
+// while raft's term and vote, DeleteRange and Sync still write from the
+// reserve. DiskFull reports the state of the last check. Corruption
+// Pebble finds by checksum is reported to Options.Observer instead of
+// Pebble's default Fatalf, and fails the reads that meet it with an error
+// pebble.IsCorruptionError recognises.
+//
 // # Key layout
 //
 // Every key starts with a one-byte table prefix, so each table is the range

@@ -33,6 +33,11 @@ var (
 	// snapshot or an FSM directory written by a newer release.
 	ErrUnsupported = errors.New("store: unsupported format version")
 
+	// ErrDiskFull reports a write refused because the store's file system
+	// has less free space than Options.MinFreeBytes. Nothing was written;
+	// the same write succeeds once space returns.
+	ErrDiskFull = errors.New("store: disk full")
+
 	// ErrStaleBatch reports a batch committed after a Restore replaced the
 	// state it was built against.
 	ErrStaleBatch = errors.New("store: batch predates restore")

@@ -21,6 +21,8 @@ type FSMStore struct {
 	// restore and by Close.
 	mu  sync.RWMutex
 	gen *generation // gen is nil once closed.
+	// guard refuses commits below the free-space reserve (diskguard.go).
+	guard *diskGuard
 }
 
 // OpenFSM opens or creates the FSM store rooted at opts.Dir. The root holds
@@ -33,6 +35,9 @@ func OpenFSM(opts Options) (*FSMStore, error) {
 	}
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = "fsm"
 	}
 	id, err := readLive(o.FS, o.Dir)
 	if err != nil {
@@ -47,9 +52,12 @@ func OpenFSM(opts Options) (*FSMStore, error) {
 		return nil, err
 	}
 	if err := finishOpen(&o, g, fresh); err != nil {
+		if errors.Is(err, pebble.ErrCorruption) && o.Observer != nil {
+			o.Observer.Corruption(o.Name, "table")
+		}
 		return nil, errors.Join(err, g.release())
 	}
-	return &FSMStore{opts: o, gen: g}, nil
+	return &FSMStore{opts: o, gen: g, guard: newDiskGuard(&o)}, nil
 }
 
 // finishOpen records a new generation as live and clears leftovers.
@@ -133,3 +141,7 @@ func (s *FSMStore) Flush() error {
 		return nil
 	})
 }
+
+// DiskFull reports whether the last commit found free space below the
+// reserve; it clears on the first commit that finds room again.
+func (s *FSMStore) DiskFull() bool { return s.guard.isFull() }

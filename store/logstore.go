@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 )
 
 // The compile-time guards: LogStore is both of raft's storage interfaces and
@@ -25,6 +27,7 @@ type LogStore struct {
 	mu     sync.RWMutex // mu is held shared by operations and exclusively by Close.
 	db     *pebble.DB   // db is nil once closed.
 	closed bool
+	guard  *diskGuard
 }
 
 // OpenLogStore opens or creates the raft log store in opts.Dir.
@@ -36,13 +39,16 @@ func OpenLogStore(opts Options) (*LogStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
+	if o.Name == "" {
+		o.Name = "raft"
+	}
 	po, release := o.pebbleOptions()
 	defer release()
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("store: open log store %s: %w", o.Dir, err)
 	}
-	return &LogStore{db: db}, nil
+	return &LogStore{db: db, guard: newDiskGuard(&o)}, nil
 }
 
 // Close closes the store; later calls return ErrClosed. Close is idempotent.
@@ -110,6 +116,9 @@ func (s *LogStore) GetLog(index uint64, log *raft.Log) error {
 		if err == nil && log.Index != index {
 			err = fmt.Errorf("%w: key %d holds log %d", ErrCorrupt, index, log.Index)
 		}
+		if errors.Is(err, ErrCorrupt) {
+			s.guard.corrupt("log")
+		}
 		return err
 	})
 }
@@ -120,8 +129,16 @@ func (s *LogStore) StoreLog(log *raft.Log) error {
 }
 
 // StoreLogs stores the entries in one batch committed with pebble.Sync, so
-// all or none are durable when it returns.
+// all or none are durable when it returns. Below the free-space reserve it
+// writes nothing and returns ErrDiskFull: raft then answers the entries'
+// proposals with that error (a leader steps down), and a follower's
+// append fails, so nothing is acknowledged without a durable write.
 func (s *LogStore) StoreLogs(logs []*raft.Log) error {
+	if err := s.guard.check(); err != nil {
+		return err
+	}
+	failpoint.Inject(failpoint.StoreBeforeSyncLogs)
+	defer failpoint.Inject(failpoint.StoreAfterSyncLogs)
 	return s.read(func(db *pebble.DB) error {
 		b := db.NewBatch()
 		defer b.Close()
@@ -133,6 +150,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 			}
 		}
 		if err := b.Commit(pebble.Sync); err != nil {
+			s.guard.writeFailed(err)
 			return fmt.Errorf("store: store %d logs: %w", len(logs), err)
 		}
 		return nil
@@ -201,3 +219,7 @@ func (s *LogStore) GetUint64(key []byte) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// DiskFull reports whether the last append found free space below the
+// reserve; it clears on the first append that finds room again.
+func (s *LogStore) DiskFull() bool { return s.guard.isFull() }

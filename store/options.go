@@ -48,6 +48,15 @@ type Options struct {
 	FormatMajorVersion pebble.FormatMajorVersion
 	// Logger receives Pebble's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// MinFreeBytes is the free space kept in reserve (diskguard.go): below
+	// it raft log appends and FSM commits fail with ErrDiskFull. Zero
+	// means DefaultMinFreeBytes.
+	MinFreeBytes uint64
+	// Name labels the store in Observer events ("raft", "fsm").
+	Name string
+	// Observer receives disk-full, write-error and corruption events; nil
+	// receives nothing.
+	Observer Observer
 }
 
 // EnsureDefaults fills every zero field with its default and returns o.
@@ -66,6 +75,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	return o
 }
@@ -110,8 +122,27 @@ func (o *Options) pebbleOptions() (*pebble.Options, func()) {
 		MemTableSize:       o.MemTableBytes,
 		FormatMajorVersion: o.FormatMajorVersion,
 		Logger:             slogLogger{o.Logger.With("component", "pebble", "dir", o.Dir)},
+		EventListener:      o.eventListener(),
 	}
 	return po, release
+}
+
+// eventListener reports corruption Pebble finds instead of letting it
+// call Logger.Fatalf, its default: a corrupt sstable met by a background
+// compaction would otherwise crash the process, and again after every
+// restart. Reported, the corruption fails the reads that meet it with an
+// error Pebble marks as corruption (pebble.IsCorruptionError), which the
+// caller acts on: consensus.OpenDurableState sets a corrupt FSM store
+// aside and rebuilds it.
+func (o *Options) eventListener() *pebble.EventListener {
+	l := o.Logger.With("component", "pebble", "dir", o.Dir)
+	obs, name := o.Observer, o.Name
+	return &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+		l.Error("on-disk corruption detected by checksum", "path", info.Path, "err", info.Details)
+		if obs != nil {
+			obs.Corruption(name, "table")
+		}
+	}}
 }
 
 // slogLogger bridges Pebble's printf-style Logger to slog, so Pebble's lines

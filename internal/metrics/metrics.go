@@ -79,6 +79,10 @@ type Metrics struct {
 	// reference re-exports families under the reference router's names
 	// (reference.go).
 	reference *referenceCollector
+
+	// Storage is the durable stores' family (storage.go); the node passes
+	// it to its stores as their store.Observer.
+	Storage *Storage
 }
 
 // latencyBuckets span 1 ms to about 65 s.
@@ -130,6 +134,7 @@ func New(opts ...Option) *Metrics {
 	m.reference = newReferenceCollector(m)
 	f(m.reference)
 	m.Serving = m.newRequests()
+	m.Storage = NewStorage(m.Registerer())
 	return m
 }
 

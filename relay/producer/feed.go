@@ -2,6 +2,8 @@ package producer
 
 import (
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/failpoint"
 )
 
 // UpdateKind says what an Update carries.
@@ -86,6 +88,7 @@ func (p *Producer) Subscribe() (*Feed, error) {
 // publish turns the buckets (or Bloom words) changed since the last
 // publication into one delta, assigns it the next seq and queues it on every feed.
 func (p *Producer) publish() {
+	failpoint.Inject(failpoint.RelayBeforePublish)
 	d := p.summary.TakeChanges()
 	// A Bloom insert whose bits were all set already changes no word but
 	// the entry count, which the encoding carries: it is published too,

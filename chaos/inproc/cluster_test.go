@@ -1,0 +1,318 @@
+package inproc
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/store"
+)
+
+// member is one node of the cluster with its disk and stores.
+type member struct {
+	id      string
+	addr    raft.ServerAddress
+	disk    *disk
+	dataDir string // raft's snapshot store lives under it
+	metrics *metrics.Metrics
+	storage *metrics.Storage
+	trans   *raft.InmemTransport
+	logs    *store.LogStore
+	fsm     *store.FSMStore
+	state   *consensus.StoreState
+	node    *consensus.Node
+	// live is node for the workload's goroutines, cleared before a stop.
+	live    atomic.Pointer[consensus.Node]
+	rebuilt bool // the last start set a corrupt FSM store aside
+}
+
+// cluster is n members over InmemTransport; cut holds the severed links.
+type cluster struct {
+	t       testing.TB
+	members []*member
+	peers   []consensus.Peer
+	cut     map[[2]int]bool
+	adjust  func(*consensus.Config)
+	log     *slog.Logger
+}
+
+// newCluster starts n members and registers their shutdown.
+func newCluster(t testing.TB, n int, adjust func(*consensus.Config)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, cut: map[[2]int]bool{}, adjust: adjust, log: testLogger(t)}
+	for i := range n {
+		m := &member{id: fmt.Sprintf("n%d", i), addr: raft.ServerAddress(fmt.Sprintf("raft-%d", i)),
+			disk: newDisk(), dataDir: t.TempDir()}
+		c.members = append(c.members, m)
+		c.peers = append(c.peers, consensus.Peer{ID: m.id, RaftAddr: string(m.addr), APIAddr: "none"})
+	}
+	for i := range c.members {
+		c.start(i)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// testLogger logs warnings to the test output when KVR_CHAOS_LOG is set.
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("KVR_CHAOS_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// config is a member's config with test-sized raft timeouts.
+func (c *cluster) config(id string) consensus.Config {
+	cfg := consensus.Config{
+		NodeID: id, DC: "dc1", Bootstrap: true, Peers: c.peers,
+		HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		ApplyTimeout: 500 * time.Millisecond, BarrierTimeout: 500 * time.Millisecond,
+		ExpiryInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 10240,
+		Logger: c.log,
+	}
+	if c.adjust != nil {
+		c.adjust(&cfg)
+	}
+	return cfg
+}
+
+// start opens member i's stores and starts its node; it fails the test
+// when the node does not start.
+func (c *cluster) start(i int) {
+	c.t.Helper()
+	if err := c.tryStart(i); err != nil {
+		c.t.Fatalf("starting %s: %v", c.members[i].id, err)
+	}
+}
+
+// tryStart is start returning the error (a refusal to start is a result
+// some scenarios expect).
+func (c *cluster) tryStart(i int) error {
+	m := c.members[i]
+	m.metrics = metrics.New()
+	m.storage = m.metrics.Storage
+	opts := func(dir string) store.Options {
+		return store.Options{Dir: dir, FS: m.disk.fs(), Logger: c.log, MinFreeBytes: minFree, Observer: m.storage}
+	}
+	var err error
+	if m.logs, err = store.OpenLogStore(opts("raft")); err != nil {
+		return err
+	}
+	if m.fsm, m.state, m.rebuilt, err = consensus.OpenDurableState(opts("fsm"), c.log); err != nil {
+		return c.abort(m, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(m.dataDir, 2, hclog.NewNullLogger())
+	if err != nil {
+		return c.abort(m, err)
+	}
+	_, m.trans = raft.NewInmemTransport(m.addr)
+	cfg := c.config(m.id)
+	cfg.DataDir = m.dataDir
+	m.node, err = consensus.New(cfg, consensus.Deps{Transport: m.trans, LogStore: m.logs, StableStore: m.logs,
+		Snapshots: snaps, State: m.state, Metrics: m.metrics})
+	if err != nil {
+		_ = m.trans.Close()
+		m.trans = nil
+		return c.abort(m, err)
+	}
+	m.live.Store(m.node)
+	c.connect()
+	return nil
+}
+
+// abort closes what a failed start opened.
+func (c *cluster) abort(m *member, err error) error {
+	if m.state != nil {
+		m.state.Close()
+	}
+	if m.fsm != nil {
+		_ = m.fsm.Close()
+	}
+	_ = m.logs.Close()
+	m.logs, m.fsm, m.state = nil, nil, nil
+	return err
+}
+
+// up reports whether member i runs.
+func (c *cluster) up(i int) bool { return c.members[i].node != nil }
+
+// stop shuts member i down and closes its stores (a clean stop; a crash
+// is crashImage before stop).
+func (c *cluster) stop(i int) {
+	m := c.members[i]
+	if m.node == nil {
+		return
+	}
+	m.live.Store(nil)
+	_ = m.node.Shutdown()
+	_ = m.trans.Close()
+	m.state.Close()
+	_ = m.fsm.Close()
+	_ = m.logs.Close()
+	m.node, m.trans, m.logs, m.fsm, m.state = nil, nil, nil, nil, nil
+	c.connect()
+}
+
+// close stops every member: every raft first, then transports and stores.
+func (c *cluster) close() {
+	for _, m := range c.members {
+		if m.node != nil {
+			m.live.Store(nil)
+			_ = m.node.Shutdown()
+		}
+	}
+	for i := range c.members {
+		c.stop(i)
+	}
+}
+
+// connect wires every pair of running members whose link is not cut.
+func (c *cluster) connect() {
+	for i, a := range c.members {
+		if a.trans == nil {
+			continue
+		}
+		for j, b := range c.members {
+			switch {
+			case i == j:
+			case b.trans == nil || c.cut[link(i, j)]:
+				a.trans.Disconnect(b.addr)
+			default:
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+}
+
+// link names the undirected link between i and j.
+func link(i, j int) [2]int { return [2]int{min(i, j), max(i, j)} }
+
+// isolate cuts every link of the members in ids.
+func (c *cluster) isolate(ids ...int) {
+	for _, i := range ids {
+		for j := range c.members {
+			if i != j {
+				c.cut[link(i, j)] = true
+			}
+		}
+	}
+	c.connect()
+}
+
+// heal restores every link.
+func (c *cluster) heal() {
+	c.cut = map[[2]int]bool{}
+	c.connect()
+}
+
+// leader returns the ready leader, or -1 when none is ready now.
+func (c *cluster) leader() int {
+	for i, m := range c.members {
+		if m.node != nil && m.node.Ready() {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitLeader waits up to d for a ready leader among the members in among
+// (every member when empty).
+func (c *cluster) waitLeader(d time.Duration, among ...int) int {
+	c.t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if l := c.leader(); l >= 0 && (len(among) == 0 || contains(among, l)) {
+			return l
+		}
+	}
+	c.t.Fatalf("no ready leader among %v within %v", among, d)
+	return -1
+}
+
+// follower returns a running member other than the ones in not.
+func (c *cluster) follower(not ...int) int {
+	for i := range c.members {
+		if c.up(i) && !contains(not, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// converge waits until every running member applied the leader's commit
+// index with one state hash, and returns the time it took.
+func (c *cluster) converge(d time.Duration) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < d {
+		ok, desc := c.converged()
+		if ok {
+			return time.Since(start)
+		}
+		last = desc
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("members did not converge within %v: %s", d, last)
+	return 0
+}
+
+// converged reports whether the running members agree, with a description
+// of their states.
+func (c *cluster) converged() (bool, string) {
+	l := c.leader()
+	if l < 0 {
+		return false, "no ready leader"
+	}
+	commit := c.members[l].node.Raft().CommitIndex()
+	var desc string
+	var h0 uint64
+	same, first := true, true
+	for _, m := range c.members {
+		if m.node == nil {
+			continue
+		}
+		idx, h := m.node.FSM().StateHash()
+		desc += fmt.Sprintf("%s:(applied %d, raft %d, hash %x) ", m.id, idx, m.node.Raft().AppliedIndex(), h)
+		if first {
+			h0, first = h, false
+		}
+		same = same && h == h0 && m.node.Raft().AppliedIndex() >= commit
+	}
+	return same, desc + fmt.Sprintf("commit %d", commit)
+}
+
+// snapshotDirs lists member i's snapshot directories, newest first.
+func (c *cluster) snapshotDirs(i int) []string {
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(c.members[i].dataDir, 2, hclog.NewNullLogger())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out []string
+	for _, m := range metas {
+		out = append(out, filepath.Join(c.members[i].dataDir, "snapshots", m.ID))
+	}
+	return out
+}

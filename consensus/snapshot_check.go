@@ -1,0 +1,191 @@
+package consensus
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/raft"
+	"github.com/zeebo/xxh3"
+)
+
+// A corrupt snapshot is detected by checksum in two places: raft's file
+// store checks its CRC-64 when it opens one, and Restore checks the
+// stream's own XXH3-64 before anything changes. What follows makes the
+// node act on it rather than retry it forever:
+//
+//   - at start, the newest snapshots are verified in turn; each corrupt one
+//     is reported (kvrouter_store_corruptions_total{store="snapshot"}) and
+//     set aside in its directory as <id>.corrupt.tmp (raft's file store
+//     ignores *.tmp), so raft resumes from the newest intact one and
+//     replays its log after it. When the log no longer reaches back that
+//     far the node refuses to start (ErrNeedsRebuild) instead of serving
+//     a partial state;
+//   - while running, a snapshot that fails its CRC when raft opens it (to
+//     send it to a lagging follower) is reported and set aside the same
+//     way, and the node takes a fresh snapshot, which the next attempt
+//     sends.
+
+// ErrNeedsRebuild is returned by New when the node's own data cannot bring
+// it back to the state it had: its newest intact snapshot is older than
+// the start of its raft log. Remove the member, clear its data directory
+// and join it again; it then receives a snapshot from the leader.
+var ErrNeedsRebuild = errors.New("consensus: local state cannot be recovered; rebuild from peers")
+
+// snapshotsDir is where raft's FileSnapshotStore keeps its snapshots
+// under a data directory.
+const snapshotsDir = "snapshots"
+
+// checkedSnapshots wraps the node's snapshot store so that a snapshot
+// failing its checksum when raft opens it is reported and set aside.
+type checkedSnapshots struct {
+	raft.SnapshotStore
+	n *Node
+}
+
+// Open implements raft.SnapshotStore.
+func (c *checkedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := c.SnapshotStore.Open(id)
+	if err != nil && isChecksumError(err) {
+		c.n.snapshotCorrupt(id, err, true)
+	}
+	return meta, rc, err
+}
+
+// isChecksumError reports whether err is raft's file store refusing a
+// snapshot whose CRC does not match (it has no sentinel, only this text).
+func isChecksumError(err error) bool {
+	return strings.Contains(err.Error(), "CRC mismatch") || errors.Is(err, ErrBadSnapshot)
+}
+
+// checkSnapshots verifies the newest snapshots at start, setting aside
+// corrupt ones, and checks that the log reaches back to the newest intact
+// one when any was set aside.
+func (n *Node) checkSnapshots(snaps raft.SnapshotStore, logs raft.LogStore) error {
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("consensus: listing snapshots: %w", err)
+	}
+	setAside := false
+	var intact uint64
+	for _, m := range metas {
+		err := verifySnapshot(snaps, m.ID)
+		if err == nil {
+			intact = m.Index
+			break
+		}
+		if qerr := n.snapshotCorrupt(m.ID, err, false); qerr != nil {
+			return fmt.Errorf("%w: snapshot %s: %w", ErrBadSnapshot, m.ID, errors.Join(err, qerr))
+		}
+		setAside = true
+	}
+	if !setAside {
+		return nil
+	}
+	first, err1 := logs.FirstIndex()
+	last, err2 := logs.LastIndex()
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("consensus: reading the log's bounds: %w", err)
+	}
+	if last > intact && first > intact+1 {
+		return fmt.Errorf("%w: newest intact snapshot at %d, log starts at %d", ErrNeedsRebuild, intact, first)
+	}
+	return nil
+}
+
+// verifySnapshot opens a snapshot (raft's file store checks its CRC) and
+// checks the stream's own checksum without decoding its records.
+func verifySnapshot(snaps raft.SnapshotStore, id string) error {
+	_, rc, err := snaps.Open(id)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return verifyStream(rc)
+}
+
+// verifyStream walks the length-prefixed records of a snapshot stream and
+// compares the XXH3-64 trailer with what it read.
+func verifyStream(r io.Reader) error {
+	h := xxh3.New()
+	tr := &teeByteReader{r: bufio.NewReader(r), h: h}
+	for {
+		size, err := binary.ReadUvarint(tr)
+		if err != nil {
+			return fmt.Errorf("%w: record length: %w", ErrBadSnapshot, err)
+		}
+		if size == 0 {
+			break
+		}
+		if size > maxRecordBytes {
+			return fmt.Errorf("%w: record of %d bytes", ErrBadSnapshot, size)
+		}
+		if _, err := io.CopyN(io.Discard, tr, int64(size)); err != nil {
+			return fmt.Errorf("%w: record body: %w", ErrBadSnapshot, err)
+		}
+	}
+	want := h.Sum64()
+	var sum [8]byte
+	if _, err := io.ReadFull(tr.r, sum[:]); err != nil {
+		return fmt.Errorf("%w: checksum: %w", ErrBadSnapshot, err)
+	}
+	if binary.LittleEndian.Uint64(sum[:]) != want {
+		return fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+	}
+	return nil
+}
+
+// snapshotCorrupt reports a corrupt snapshot and sets it aside; running
+// nodes then take a fresh snapshot so that raft has an intact one to send.
+func (n *Node) snapshotCorrupt(id string, cause error, running bool) error {
+	n.health.corrupt.Add(1)
+	if n.health.metrics != nil {
+		n.health.metrics.Corruption("snapshot", "snapshot")
+	}
+	err := n.setAsideSnapshot(id)
+	n.log.Error("corrupt snapshot detected by checksum; set aside", "snapshot", id, "err", cause, "set_aside_err", err)
+	if running && err == nil && n.health.resnap.CompareAndSwap(false, true) {
+		n.wg.Add(1)
+		go n.freshSnapshot()
+	}
+	return err
+}
+
+// setAsideSnapshot renames a file store's snapshot directory so that raft
+// no longer lists it; the files stay for inspection.
+func (n *Node) setAsideSnapshot(id string) error {
+	if n.cfg.DataDir == "" {
+		return fmt.Errorf("consensus: snapshot %s is not in a data directory; cannot set it aside", id)
+	}
+	dir := filepath.Join(n.cfg.DataDir, snapshotsDir, id)
+	if err := os.Rename(dir, dir+".corrupt.tmp"); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("consensus: setting snapshot %s aside: %w", id, err)
+	}
+	return nil
+}
+
+// freshSnapshot replaces a snapshot set aside while running: a barrier
+// (on a leader) gives raft something new to snapshot, then a user
+// snapshot is taken.
+func (n *Node) freshSnapshot() {
+	defer n.wg.Done()
+	defer n.health.resnap.Store(false)
+	if n.IsLeader() {
+		if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
+			n.log.Warn("barrier before replacing a corrupt snapshot", "err", err)
+		}
+	}
+	if err := n.raft.Snapshot().Error(); err != nil {
+		n.log.Warn("replacing a corrupt snapshot", "err", err)
+		return
+	}
+	n.log.Info("took a fresh snapshot to replace a corrupt one")
+}
+
+// Corruptions returns how many corrupt snapshots this node detected.
+func (n *Node) Corruptions() uint64 { return n.health.corrupt.Load() }
