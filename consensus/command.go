@@ -35,6 +35,10 @@ const (
 	// commands added on other lines of work keep their numbers; it is
 	// always encoded with IgnoreIfUnknown.
 	TypeSetThresholds Type = 20
+	// TypeSetIncumbent is the leader's worker-set reservation
+	// (incumbents.go), numbered after TypeSetThresholds for the same
+	// reason and always encoded with IgnoreIfUnknown.
+	TypeSetIncumbent Type = 21
 )
 
 // payloadVersion is the version byte of every current payload. A payload
@@ -93,6 +97,7 @@ var commands = map[Type]spec{
 	TypeRemoveWorker:     removeWorkerSpec,
 	TypeReplaceRank:      replaceRankSpec,
 	TypeSetThresholds:    setThresholdsSpec,
+	TypeSetIncumbent:     setIncumbentSpec,
 }
 
 // typeOf maps a payload's message name to its type, for Encode.

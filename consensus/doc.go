@@ -56,6 +56,10 @@
 //   - Node.SetThresholds replaces a model's runtime busy thresholds
 //     (RaftSetThresholds, command 20 with IgnoreIfUnknown); FSM.
 //     RuntimeThresholds reads them without locking (thresholds.go).
+//   - Node.SetIncumbent records a worker set's incumbent checksum, as the
+//     leader decides it (RaftSetIncumbent, command 21 with
+//     IgnoreIfUnknown); FSM.WorkerSetIncumbents reads the table without
+//     locking (incumbents.go).
 //   - Node.ReplaceRank replaces one rank's ownership, engine block ids
 //     and cursor with an engine snapshot through RaftReplaceRank chunks
 //     below half of MaxCommandBytes: the first drops the rank, every

@@ -55,6 +55,9 @@ type FSM struct {
 	// thresholds is the thresholds table as an immutable map, for
 	// lock-free reads (thresholds.go).
 	thresholds atomic.Pointer[map[string]*kvrpb.RaftThresholds]
+	// incumbents is the worker-set incumbents table, for lock-free reads
+	// (incumbents.go).
+	incumbents atomic.Pointer[Incumbents]
 }
 
 var (
@@ -82,6 +85,7 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 		f.openDurable(d)
 	}
 	f.refreshThresholds()
+	f.refreshIncumbents()
 	f.watch = newOwnershipLog(f.applied) // Ownership change stream: covers what is applied from here on.
 	return f
 }

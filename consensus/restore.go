@@ -50,6 +50,7 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 	}
 	f.load(recs)
 	f.refreshThresholds()
+	f.refreshIncumbents()
 	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
 	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.
 	f.halted.Store(nil)
@@ -159,6 +160,8 @@ func (f *FSM) load(recs []*kvrpb.RaftSnapshotRecord) {
 			f.st.RememberRequest(r.Request.RequestId, r.Request.Result, RememberedRequests)
 		case *kvrpb.RaftSnapshotRecord_Thresholds:
 			f.st.PutThreshold(r.Thresholds)
+		case *kvrpb.RaftSnapshotRecord_Incumbent:
+			f.st.PutIncumbent(r.Incumbent)
 		default:
 			f.log.Warn("skipping snapshot record", "err", errUnknownRecord)
 		}

@@ -45,6 +45,7 @@ func (f *FSM) records() []*kvrpb.RaftSnapshotRecord {
 	}
 	out = append(out, f.rankRecords()...)
 	out = append(out, f.thresholdRecords()...)
+	out = append(out, f.incumbentRecords()...)
 	f.st.Requests(func(id string, r *kvrpb.RaftResult) bool {
 		rec := &kvrpb.RaftRequestRecord{RequestId: id, Result: proto.CloneOf(r)}
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Request{Request: rec}})

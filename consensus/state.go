@@ -71,6 +71,8 @@ type State interface {
 
 	// The runtime busy thresholds (thresholds.go).
 	thresholdTable
+	// The worker-set incumbents (incumbents.go).
+	incumbentTable
 
 	// Reset drops every table.
 	Reset()
@@ -84,6 +86,8 @@ type MemState struct {
 	reqs     map[string]*kvrpb.RaftResult
 	// thresholds are the runtime busy thresholds by model.
 	thresholds map[string]*kvrpb.RaftThresholds
+	// incumbents are the worker-set incumbents by IncumbentKey.
+	incumbents map[string]*kvrpb.RaftIncumbent
 	// order holds the remembered ids oldest first, from head on.
 	order []string
 	head  int
@@ -119,6 +123,7 @@ func (s *MemState) Reset() {
 	s.ranks = make(map[routing.Worker]*rankState)
 	s.reqs = make(map[string]*kvrpb.RaftResult)
 	s.thresholds = make(map[string]*kvrpb.RaftThresholds)
+	s.incumbents = make(map[string]*kvrpb.RaftIncumbent)
 	s.order, s.head = nil, 0
 	s.lastRank = nil
 }

@@ -65,7 +65,7 @@ func OpenStoreState(s *store.FSMStore) (*StoreState, error) {
 		return nil, fmt.Errorf("consensus: opening store state: %w", err)
 	}
 	st := &StoreState{MemState: NewMemState(), s: s, applied: idx, term: term, nextSeq: 1}
-	for _, load := range []func() error{st.loadSessions, st.loadWorkers, st.loadRanks, st.loadRequests, st.loadThresholds} {
+	for _, load := range []func() error{st.loadSessions, st.loadWorkers, st.loadRanks, st.loadRequests, st.loadThresholds, st.loadIncumbents} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("consensus: opening store state: %w", err)
 		}

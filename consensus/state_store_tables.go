@@ -132,6 +132,7 @@ func (s *StoreState) Reset() {
 			bt.DeleteRequest(r.seq, r.id)
 		}
 		s.resetThresholds(bt)
+		s.resetIncumbents(bt)
 	}
 	s.fifo, s.head = nil, 0
 	s.MemState.Reset()

@@ -103,6 +103,8 @@ type WorkerSets struct {
 	// version changes whenever a cohort is created or dropped, which is
 	// when an incumbent (and so its router settings) can change.
 	version atomic.Uint64
+	// src, when set, decides each set's incumbent (workerset_follow.go).
+	src IncumbentSource
 }
 
 type cohort struct {
@@ -152,17 +154,18 @@ func (s *WorkerSets) Observe(c *kvrpb.WorkerCard) bool {
 	}
 	cs[i].engines[id] = struct{}{}
 	s.members[id] = m
-	return i == 0
+	return i == s.incumbentLocked(m.key, cs)
 }
 
 // logNewCohort reports a new cohort: a reservation, or a rejection.
 func (s *WorkerSets) logNewCohort(m membership, cs []*cohort, id routing.WorkerID) {
-	if len(cs) == 1 {
+	inc := s.incumbentLocked(m.key, cs)
+	if len(cs) == 1 || inc == len(cs)-1 {
 		s.log.Info("worker set reserved", setAttrs(m.key, "checksum", m.checksum, "worker", id)...)
 		return
 	}
 	s.log.Error("worker set: engines with another card checksum are rejected and get no traffic",
-		setAttrs(m.key, "checksum", m.checksum, "incumbent_checksum", cs[0].checksum, "worker", id)...)
+		setAttrs(m.key, "checksum", m.checksum, "incumbent_checksum", cs[inc].checksum, "worker", id)...)
 }
 
 // Leave removes an engine of the given incarnation (a late removal of an
@@ -218,7 +221,7 @@ func (s *WorkerSets) admittedLocked(id routing.WorkerID) bool {
 		return true
 	}
 	cs := s.sets[m.key]
-	return len(cs) > 0 && cs[0].checksum == m.checksum
+	return len(cs) > 0 && cs[s.incumbentLocked(m.key, cs)].checksum == m.checksum
 }
 
 // RouterConfig returns the router settings the incumbent cohort of a
@@ -231,12 +234,13 @@ func (s *WorkerSets) RouterConfig(model string) (map[string]string, bool) {
 	var best *SetKey
 	var cfg map[string]string
 	for k, cs := range s.sets {
-		if k.Model != model || len(cs[0].config) == 0 {
+		inc := cs[s.incumbentLocked(k, cs)]
+		if k.Model != model || len(inc.config) == 0 {
 			continue
 		}
 		if best == nil || compareKeys(k, *best) < 0 {
 			k := k
-			best, cfg = &k, cs[0].config
+			best, cfg = &k, inc.config
 		}
 	}
 	return maps.Clone(cfg), best != nil
@@ -248,9 +252,12 @@ func (s *WorkerSets) Status() []SetStatus {
 	defer s.mu.Unlock()
 	out := make([]SetStatus, 0, len(s.sets))
 	for k, cs := range s.sets {
-		st := SetStatus{Key: k, Incumbent: cs[0].export()}
-		for _, c := range cs[1:] {
-			st.Rejected = append(st.Rejected, c.export())
+		inc := s.incumbentLocked(k, cs)
+		st := SetStatus{Key: k, Incumbent: cs[inc].export()}
+		for i, c := range cs {
+			if i != inc {
+				st.Rejected = append(st.Rejected, c.export())
+			}
 		}
 		out = append(out, st)
 	}

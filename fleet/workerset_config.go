@@ -3,7 +3,10 @@ package fleet
 // RouterConfigVersion changes whenever the incumbent of some worker set
 // may have changed, and with it the router settings RouterConfig returns:
 // a reader caches what it built from them until the version moves.
-func (s *WorkerSets) RouterConfigVersion() uint64 { return s.version.Load() }
+func (s *WorkerSets) RouterConfigVersion() uint64 {
+	// Both counters only grow, so their sum moves when either does.
+	return s.version.Load() + s.followedGeneration()
+}
 
 // RouterConfig returns the router settings the incumbent cohort of a
 // model's worker set advertised (WorkerSets.RouterConfig); false without
@@ -23,6 +26,9 @@ func (r *Registry) RouterConfigVersion() uint64 {
 	}
 	return 0
 }
+
+// WorkerSets is the registry's worker-set admission, nil without it.
+func (r *Registry) WorkerSets() *WorkerSets { return r.workerSets() }
 
 // workerSets is the registry's worker sets, nil without admission.
 func (r *Registry) workerSets() *WorkerSets {

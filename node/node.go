@@ -194,7 +194,11 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	reg := plane.Registry()
-	reg.UseWorkerSets(fleet.NewWorkerSets(n.log))
+	sets := fleet.NewWorkerSets(n.log)
+	if cl != nil {
+		sets.Follow(fsmIncumbents{f: cl.cn.FSM()}) // every node routes a set to the leader's choice
+	}
+	reg.UseWorkerSets(sets)
 	n.reg.Store(reg)
 	for _, sp := range n.cfg.declared {
 		// A static entry owns its URL and id even before its first probe.
@@ -226,6 +230,11 @@ func (n *Node) run(ctx context.Context) error {
 		return err
 	}
 	defer stopDeclared()
+	if cl != nil {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cl.wg.Go(func() { cl.reserveSets(wctx, plane, sets, reserveEvery) })
+	}
 	if cl != nil && plIdx != nil {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -56,6 +56,7 @@
 //
 //	'c' ‖ BE64 worker ‖ BE32 rank                 → BE64 last applied event id
 //	'e' ‖ BE64 worker ‖ BE32 rank ‖ BE64 eng hash → BE64 seq hash
+//	'i' ‖ worker set key (UTF-8)                  → opaque worker-set incumbent (incumbents.go)
 //	'm' 'a'                                       → BE64 applied index ‖ BE64 term
 //	'm' 'v'                                       → BE32 FSM format version
 //	'o' ‖ BE64 worker ‖ BE32 rank ‖ BE64 seq hash → 1 byte TierMask

@@ -15,6 +15,7 @@ const (
 
 	tableCursor     byte = 'c'
 	tableEngine     byte = 'e'
+	tableIncumbent  byte = 'i'
 	tableMeta       byte = 'm'
 	tableOwner      byte = 'o'
 	tableRequestID  byte = 'q'

@@ -148,6 +148,8 @@ func validateRow(k, v []byte) error {
 		_, err = decodeRequest(k, v)
 	case tableThreshold:
 		_, err = decodeThreshold(k, v)
+	case tableIncumbent:
+		_, err = decodeIncumbent(k, v)
 	}
 	return err
 }

@@ -32,8 +32,11 @@ var snapMagic = [8]byte{'K', 'V', 'R', 'F', 'S', 'M', 'S', 'N'}
 // Version 3 appended the runtime thresholds table ('t'); a version 2
 // stream is a version 3 stream without it.
 //
+// Version 4 appended the worker-set incumbents table ('i'); a version 3
+// stream is a version 4 stream without it.
+//
 // snapVersion is the current snapshot format version.
-const snapVersion uint32 = 3
+const snapVersion uint32 = 4
 
 // snapVersionV1 is the oldest version restore reads; its streams carry
 // only the first snapTablesV1 tables of snapTables.
@@ -42,6 +45,8 @@ const (
 	snapTablesV1         = 4
 	snapVersionV2 uint32 = 2
 	snapTablesV2         = 6
+	snapVersionV3 uint32 = 3
+	snapTablesV3         = 7
 )
 
 // snapEnd tags the trailer; it is no table prefix.
@@ -53,7 +58,7 @@ const snapHeaderLen = 8 + 4 + 8 + 8 + 8
 // snapTables lists the tables a snapshot carries, in stream order.
 // New tables are appended, never inserted, so that older versions'
 // trailers are a prefix of the current one.
-var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, tableEngine, tableRequestSeq, tableThreshold}
+var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, tableEngine, tableRequestSeq, tableThreshold, tableIncumbent}
 
 // maxSnapValueBytes bounds a record value on read, so a damaged length
 // prefix cannot trigger a huge allocation.
@@ -203,6 +208,8 @@ func (sr *snapReader) header() (applied, error) {
 	switch v := binary.BigEndian.Uint32(h[8:]); v {
 	case snapVersion:
 		sr.tables = snapTables[:]
+	case snapVersionV3:
+		sr.tables = snapTables[:snapTablesV3]
 	case snapVersionV2:
 		sr.tables = snapTables[:snapTablesV2]
 	case snapVersionV1:

@@ -1210,6 +1210,7 @@ type RaftSnapshotRecord struct {
 	//	*RaftSnapshotRecord_Rank
 	//	*RaftSnapshotRecord_Request
 	//	*RaftSnapshotRecord_Thresholds
+	//	*RaftSnapshotRecord_Incumbent
 	Record        isRaftSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1306,6 +1307,15 @@ func (x *RaftSnapshotRecord) GetThresholds() *RaftThresholds {
 	return nil
 }
 
+func (x *RaftSnapshotRecord) GetIncumbent() *RaftIncumbent {
+	if x != nil {
+		if x, ok := x.Record.(*RaftSnapshotRecord_Incumbent); ok {
+			return x.Incumbent
+		}
+	}
+	return nil
+}
+
 type isRaftSnapshotRecord_Record interface {
 	isRaftSnapshotRecord_Record()
 }
@@ -1334,6 +1344,10 @@ type RaftSnapshotRecord_Thresholds struct {
 	Thresholds *RaftThresholds `protobuf:"bytes,16,opt,name=thresholds,proto3,oneof"`
 }
 
+type RaftSnapshotRecord_Incumbent struct {
+	Incumbent *RaftIncumbent `protobuf:"bytes,17,opt,name=incumbent,proto3,oneof"`
+}
+
 func (*RaftSnapshotRecord_Header) isRaftSnapshotRecord_Record() {}
 
 func (*RaftSnapshotRecord_Binding) isRaftSnapshotRecord_Record() {}
@@ -1345,6 +1359,8 @@ func (*RaftSnapshotRecord_Rank) isRaftSnapshotRecord_Record() {}
 func (*RaftSnapshotRecord_Request) isRaftSnapshotRecord_Record() {}
 
 func (*RaftSnapshotRecord_Thresholds) isRaftSnapshotRecord_Record() {}
+
+func (*RaftSnapshotRecord_Incumbent) isRaftSnapshotRecord_Record() {}
 
 // RaftSnapshotHeader opens a snapshot stream.
 type RaftSnapshotHeader struct {
@@ -1503,7 +1519,7 @@ var File_proto_kvr_v1_raft_proto protoreflect.FileDescriptor
 
 const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x17proto/kvr/v1/raft.proto\x12\x06kvr.v1\x1a\x1dproto/kvr/v1/eventplane.proto\x1a\x1dproto/kvr/v1/thresholds.proto\"<\n" +
+	"\x17proto/kvr/v1/raft.proto\x12\x06kvr.v1\x1a\x1dproto/kvr/v1/eventplane.proto\x1a\x1dproto/kvr/v1/thresholds.proto\x1a\x1dproto/kvr/v1/workersets.proto\"<\n" +
 	"\x0eRaftSessionRef\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\xc0\x02\n" +
@@ -1592,7 +1608,7 @@ const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\x11RaftRequestRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12*\n" +
-	"\x06result\x18\x02 \x01(\v2\x12.kvr.v1.RaftResultR\x06result\"\xd7\x02\n" +
+	"\x06result\x18\x02 \x01(\v2\x12.kvr.v1.RaftResultR\x06result\"\x8e\x03\n" +
 	"\x12RaftSnapshotRecord\x124\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.kvr.v1.RaftSnapshotHeaderH\x00R\x06header\x12/\n" +
 	"\abinding\x18\x02 \x01(\v2\x13.kvr.v1.RaftBindingH\x00R\abinding\x122\n" +
@@ -1601,7 +1617,8 @@ const file_proto_kvr_v1_raft_proto_rawDesc = "" +
 	"\arequest\x18\x05 \x01(\v2\x19.kvr.v1.RaftRequestRecordH\x00R\arequest\x128\n" +
 	"\n" +
 	"thresholds\x18\x10 \x01(\v2\x16.kvr.v1.RaftThresholdsH\x00R\n" +
-	"thresholdsB\b\n" +
+	"thresholds\x125\n" +
+	"\tincumbent\x18\x11 \x01(\v2\x15.kvr.v1.RaftIncumbentH\x00R\tincumbentB\b\n" +
 	"\x06record\"t\n" +
 	"\x12RaftSnapshotHeader\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\x12#\n" +
@@ -1653,6 +1670,7 @@ var file_proto_kvr_v1_raft_proto_goTypes = []any{
 	(*WorkerCard)(nil),           // 22: kvr.v1.WorkerCard
 	(*KVEvent)(nil),              // 23: kvr.v1.KVEvent
 	(*RaftThresholds)(nil),       // 24: kvr.v1.RaftThresholds
+	(*RaftIncumbent)(nil),        // 25: kvr.v1.RaftIncumbent
 }
 var file_proto_kvr_v1_raft_proto_depIdxs = []int32{
 	0,  // 0: kvr.v1.RaftTouchSessions.sessions:type_name -> kvr.v1.RaftSessionRef
@@ -1671,13 +1689,14 @@ var file_proto_kvr_v1_raft_proto_depIdxs = []int32{
 	15, // 13: kvr.v1.RaftSnapshotRecord.rank:type_name -> kvr.v1.RaftRankState
 	16, // 14: kvr.v1.RaftSnapshotRecord.request:type_name -> kvr.v1.RaftRequestRecord
 	24, // 15: kvr.v1.RaftSnapshotRecord.thresholds:type_name -> kvr.v1.RaftThresholds
-	19, // 16: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
-	20, // 17: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
-	17, // [17:18] is the sub-list for method output_type
-	16, // [16:17] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	25, // 16: kvr.v1.RaftSnapshotRecord.incumbent:type_name -> kvr.v1.RaftIncumbent
+	19, // 17: kvr.v1.RaftForward.Apply:input_type -> kvr.v1.RaftApplyRequest
+	20, // 18: kvr.v1.RaftForward.Apply:output_type -> kvr.v1.RaftApplyResponse
+	18, // [18:19] is the sub-list for method output_type
+	17, // [17:18] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_proto_kvr_v1_raft_proto_init() }
@@ -1687,6 +1706,7 @@ func file_proto_kvr_v1_raft_proto_init() {
 	}
 	file_proto_kvr_v1_eventplane_proto_init()
 	file_proto_kvr_v1_thresholds_proto_init()
+	file_proto_kvr_v1_workersets_proto_init()
 	file_proto_kvr_v1_raft_proto_msgTypes[17].OneofWrappers = []any{
 		(*RaftSnapshotRecord_Header)(nil),
 		(*RaftSnapshotRecord_Binding)(nil),
@@ -1694,6 +1714,7 @@ func file_proto_kvr_v1_raft_proto_init() {
 		(*RaftSnapshotRecord_Rank)(nil),
 		(*RaftSnapshotRecord_Request)(nil),
 		(*RaftSnapshotRecord_Thresholds)(nil),
+		(*RaftSnapshotRecord_Incumbent)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

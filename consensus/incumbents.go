@@ -1,0 +1,201 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/store"
+)
+
+// Worker-set reservations: the leader decides each worker set's incumbent
+// model card checksum and writes it with one TypeSetIncumbent entry, so
+// every node of the DC routes a set's traffic to the same cohort even when
+// the nodes learnt the cards in different orders. The incumbents table (in
+// memory, in Pebble and in snapshots) keeps the decision across restarts.
+// The type byte carries IgnoreIfUnknown: a node of an older build skips
+// the entry and keeps deciding locally, instead of halting.
+
+// incumbentTable is the State's incumbents table, keyed by IncumbentKey.
+type incumbentTable interface {
+	// PutIncumbent stores r under its set's key.
+	PutIncumbent(r *kvrpb.RaftIncumbent)
+	// DeleteIncumbent drops a set's record.
+	DeleteIncumbent(key string)
+	// Incumbents calls fn for every set's record until it returns false.
+	Incumbents(fn func(r *kvrpb.RaftIncumbent) bool)
+}
+
+// Incumbents is the incumbents table as of one applied entry; Generation
+// changes with every change of the table.
+type Incumbents struct {
+	Generation uint64
+	// BySet maps IncumbentKey to the set's incumbent checksum.
+	BySet map[string]string
+}
+
+var errIncumbent = errors.New("incumbent: a set key of 1..2048 bytes with a model, and a checksum, are required")
+
+// IncumbentKey encodes a worker set's key (namespace, component, endpoint,
+// model, worker type) as one string; NUL cannot occur in the names.
+func IncumbentKey(namespace, component, endpoint, model, workerType string) string {
+	return strings.Join([]string{namespace, component, endpoint, model, workerType}, "\x00")
+}
+
+func incumbentKeyOf(r *kvrpb.RaftIncumbent) string {
+	return IncumbentKey(r.GetNamespace(), r.GetComponent(), r.GetEndpoint(), r.GetModel(), r.GetWorkerType())
+}
+
+// setIncumbentSpec is the TypeSetIncumbent row of the command table.
+var setIncumbentSpec = spec{
+	name:      "set_incumbent",
+	ignorable: true,
+	new:       func() proto.Message { return &kvrpb.RaftSetIncumbent{} },
+	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
+		return f.setIncumbent(i, m.(*kvrpb.RaftSetIncumbent))
+	},
+	stamp:    func(proto.Message, int64) {},
+	validate: func(m proto.Message) error { return validIncumbent(m.(*kvrpb.RaftSetIncumbent)) },
+}
+
+// validIncumbent checks a command before it is proposed.
+func validIncumbent(m *kvrpb.RaftSetIncumbent) error {
+	if err := checkRequestID(m.RequestId); err != nil {
+		return err
+	}
+	r := m.GetIncumbent()
+	k := incumbentKeyOf(r)
+	if r == nil || r.Model == "" || len(k) > store.MaxSetKeyBytes || strings.Count(k, "\x00") != 4 {
+		return errIncumbent
+	}
+	if !m.Unset && (r.Checksum == "" || len(r.Checksum) > store.MaxSetKeyBytes) {
+		return errIncumbent
+	}
+	return nil
+}
+
+// setIncumbent applies a TypeSetIncumbent entry. Callers hold mu.
+func (f *FSM) setIncumbent(i uint64, m *kvrpb.RaftSetIncumbent) *kvrpb.RaftResult {
+	if r, ok := f.st.Request(m.RequestId); ok && m.RequestId != "" {
+		return r
+	}
+	if m.Unset {
+		f.st.DeleteIncumbent(incumbentKeyOf(m.GetIncumbent()))
+	} else {
+		f.st.PutIncumbent(proto.CloneOf(m.GetIncumbent()))
+	}
+	f.refreshIncumbents()
+	r := &kvrpb.RaftResult{Code: uint32(CodeOK), Index: i}
+	if m.RequestId != "" {
+		f.st.RememberRequest(m.RequestId, r, RememberedRequests)
+	}
+	return r
+}
+
+// refreshIncumbents publishes the table as an immutable value for
+// lock-free reads. Callers hold mu (or own the FSM, in NewFSM).
+func (f *FSM) refreshIncumbents() {
+	var gen uint64
+	if p := f.incumbents.Load(); p != nil {
+		gen = p.Generation
+	}
+	m := map[string]string{}
+	f.st.Incumbents(func(r *kvrpb.RaftIncumbent) bool { m[incumbentKeyOf(r)] = r.Checksum; return true })
+	f.incumbents.Store(&Incumbents{Generation: gen + 1, BySet: m})
+}
+
+// WorkerSetIncumbents returns the incumbents table as of the last applied
+// entry, without locking; the result must not be modified.
+func (f *FSM) WorkerSetIncumbents() *Incumbents {
+	if p := f.incumbents.Load(); p != nil {
+		return p
+	}
+	return &Incumbents{}
+}
+
+// incumbentRecords encodes the table for snapshots, sorted by set key.
+// Callers hold mu.
+func (f *FSM) incumbentRecords() []*kvrpb.RaftSnapshotRecord {
+	bySet := map[string]*kvrpb.RaftIncumbent{}
+	f.st.Incumbents(func(r *kvrpb.RaftIncumbent) bool { bySet[incumbentKeyOf(r)] = r; return true })
+	out := make([]*kvrpb.RaftSnapshotRecord, 0, len(bySet))
+	for _, k := range slices.Sorted(maps.Keys(bySet)) {
+		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Incumbent{Incumbent: proto.CloneOf(bySet[k])}})
+	}
+	return out
+}
+
+// SetIncumbent records a worker set's incumbent checksum in the DC (with
+// unset, drops the set's record) through the raft log, retrying an
+// indeterminate attempt under the same request id, and returns the
+// entry's index.
+func (n *Node) SetIncumbent(ctx context.Context, requestID string, r *kvrpb.RaftIncumbent, unset bool) (uint64, error) {
+	res, err := n.ApplyRetry(ctx, &kvrpb.RaftSetIncumbent{RequestId: requestID, Incumbent: r, Unset: unset})
+	if err != nil {
+		return 0, err
+	}
+	if Code(res.Code) != CodeOK {
+		return 0, fmt.Errorf("%w: set_incumbent: result code %d", ErrBadCommand, res.Code)
+	}
+	return res.Index, nil
+}
+
+// PutIncumbent implements State.
+func (s *MemState) PutIncumbent(r *kvrpb.RaftIncumbent) { s.incumbents[incumbentKeyOf(r)] = r }
+
+// DeleteIncumbent implements State.
+func (s *MemState) DeleteIncumbent(key string) { delete(s.incumbents, key) }
+
+// Incumbents implements State.
+func (s *MemState) Incumbents(fn func(r *kvrpb.RaftIncumbent) bool) {
+	for _, r := range s.incumbents {
+		if !fn(r) {
+			return
+		}
+	}
+}
+
+// PutIncumbent implements State.
+func (s *StoreState) PutIncumbent(r *kvrpb.RaftIncumbent) {
+	s.MemState.PutIncumbent(r)
+	if bt := s.batch(); bt != nil {
+		v, err := deterministic.Marshal(r)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		bt.PutIncumbent(incumbentKeyOf(r), v)
+	}
+}
+
+// DeleteIncumbent implements State.
+func (s *StoreState) DeleteIncumbent(key string) {
+	s.MemState.DeleteIncumbent(key)
+	if bt := s.batch(); bt != nil {
+		bt.DeleteIncumbent(key)
+	}
+}
+
+// loadIncumbents copies the incumbents table into memory.
+func (s *StoreState) loadIncumbents() error {
+	return s.s.ScanIncumbents(func(row store.Incumbent) error {
+		r := &kvrpb.RaftIncumbent{}
+		if err := proto.Unmarshal(row.Value, r); err != nil {
+			return err
+		}
+		s.MemState.PutIncumbent(r)
+		return nil
+	})
+}
+
+// resetIncumbents deletes the table's rows from the store. Callers hold
+// the open batch.
+func (s *StoreState) resetIncumbents(bt *store.Batch) {
+	s.MemState.Incumbents(func(r *kvrpb.RaftIncumbent) bool { bt.DeleteIncumbent(incumbentKeyOf(r)); return true })
+}
