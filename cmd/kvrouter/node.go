@@ -91,6 +91,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerReference(fs)
 	f.log.register(fs)
 	f.registerQueue(fs)
+	f.registerUpgrade(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
