@@ -33,11 +33,18 @@ type engineProc struct {
 // d's NATS server and returns once it runs; its log goes to dir.
 func startEngineProcess(t *testing.T, d *dc, id uint64, dir string) *engineProc {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("engine-%d.log", id)))
+	return startEngineProcessOf(t, binary, d, id, dir)
+}
+
+// startEngineProcessOf is startEngineProcess with the mocker of bin (the
+// rolling upgrade runs the previous release's); the log is appended to.
+func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string) *engineProc {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("engine-%d.log", id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
+	cmd := exec.Command(bin, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
 		"--http-addr", freeAddr(t), "--speedup", "10", "--block-size", strconv.Itoa(blockSize),
 		"--heartbeat-interval", "100ms", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr, cmd.Env = logf, logf, childEnv()

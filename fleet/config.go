@@ -99,6 +99,11 @@ type Config struct {
 	// that only refreshes liveness is never limited.
 	RegistrationRate  float64
 	RegistrationBurst int
+	// RefuseV1Subjects stops the plane from also listening on protocol
+	// version 1's shared worker subjects (kvr.<dc>.workers.register, …),
+	// where engines of the previous release publish. Leave it false until
+	// every engine is upgraded (docs/operations.md, "Rolling upgrade").
+	RefuseV1Subjects bool
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 }

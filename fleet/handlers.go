@@ -51,7 +51,7 @@ func (p *Plane) onBatch(m *nats.Msg) {
 // fromItself reports whether a message naming engine id was published on
 // that engine's subject, and counts it refused otherwise.
 func (p *Plane) fromItself(subject string, id uint64, message string) bool {
-	if got, err := kvrpb.EngineOf(p.cfg.DC, subject); err == nil && got == id {
+	if got, err := kvrpb.EngineOf(p.cfg.DC, subject); err == nil && got == id || p.v1Subject(subject) {
 		return true
 	}
 	p.refused(message, ErrIdentity, id)

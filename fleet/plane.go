@@ -202,6 +202,9 @@ func (p *Plane) subscribe() error {
 	if err := p.sub(kvrpb.SubjectDeregisterAll(dc), "deregister", cardBacklog, p.onDeregister); err != nil {
 		return err
 	}
+	if err := p.subscribeV1(); err != nil {
+		return err
+	}
 	if err := p.nc.Flush(); err != nil {
 		return fmt.Errorf("fleet: flush subscriptions: %w", err)
 	}

@@ -94,6 +94,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.log.register(fs)
 	f.registerQueue(fs)
 	f.registerDeploy(fs)
+	f.registerUpgrade(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.
