@@ -194,7 +194,7 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	c.joinToken = auth.JoinToken
 	var cnRef atomic.Pointer[consensus.Node]
 	if cc.tlsEnabled() {
-		links, err := loadClusterLinks(&cc, n.cfg.DC, n.cfg.NodeID, n.metrics.Sec())
+		links, err := loadClusterLinks(&cc, n.cfg.DC, n.cfg.NodeID, n.metrics.Sec(), n.log)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -42,14 +43,17 @@ type clusterLinks struct {
 
 // loadClusterLinks loads the cluster's TLS files and checks that this
 // node's own certificate names it as a member of its DC: a member that
-// would present another name would be refused by every peer.
-func loadClusterLinks(cc *ClusterConfig, dc, nodeID string, sec *metrics.Security) (*clusterLinks, error) {
-	server, client, err := ClusterTLS(cc.TLSCert, cc.TLSKey, cc.TLSCA)
+// would present another name would be refused by every peer. The
+// certificate is reloaded when its files change (mtls.LoadReloading), and
+// every reload is logged.
+func loadClusterLinks(cc *ClusterConfig, dc, nodeID string, sec *metrics.Security, log *slog.Logger) (*clusterLinks, error) {
+	files := mtls.Files{Cert: cc.TLSCert, Key: cc.TLSKey, CA: cc.TLSCA}
+	server, client, err := mtls.LoadReloading("cluster_tls", files, mtls.LogReloads(log, "cluster"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	self := mtls.Identity{DC: dc, Role: mtls.RoleMember, Name: nodeID}
-	if id, err := mtls.IdentityOf(server.Certificates[0].Leaf); err != nil || id != self {
+	if id, err := mtls.IdentityOf(mtls.Own(server)); err != nil || id != self {
 		return nil, fmt.Errorf("%w: cluster_tls_cert: must name this node as %s (found %v, %v)", ErrConfig, self, id, err)
 	}
 	member := mtls.AcceptRoles(dc, mtls.RoleMember)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -26,6 +27,8 @@ import (
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/mtls"
+	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -162,10 +165,18 @@ func (e *fakeEngine) close() {
 // startLatencyNode runs a node with the default configuration on loopback
 // and two fake engines registered with it, each holding two of the shared
 // prefixes.
-func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines []*fakeEngine, m *metrics.Metrics) {
+//
+// With tlsFiles set, the node's client-facing listener serves HTTPS with
+// its certificate and key (the engines stay on plain HTTP), and base is
+// an https URL.
+func startLatencyNode(b *testing.B, prefixes [][]uint32, tlsFiles *mtls.Files) (base string, engines []*fakeEngine, m *metrics.Metrics) {
 	b.Helper()
 	cfg := node.DefaultConfig()
 	cfg.HTTPAddr, cfg.NATSListen = "127.0.0.1:0", "127.0.0.1:0"
+	scheme := "http://"
+	if tlsFiles != nil {
+		cfg.TLSCert, cfg.TLSKey, scheme = tlsFiles.Cert, tlsFiles.Key, "https://"
+	}
 	n, err := node.New(cfg, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -196,7 +207,7 @@ func startLatencyNode(b *testing.B, prefixes [][]uint32) (base string, engines [
 	waitFor(b, "stored events", func() bool {
 		return testutil.ToFloat64(m.EventsApplied.WithLabelValues("stored", "ok")) >= float64(len(prefixes))
 	})
-	return "http://" + n.Addr().String(), engines, m
+	return scheme + n.Addr().String(), engines, m
 }
 
 func waitFor(b *testing.B, what string, ok func() bool) {
@@ -276,7 +287,19 @@ type sample struct{ node, direct time.Duration }
 // before its direct twin starts. The hashing, matching, scheduling and
 // total metrics are the node's own mean decision time per phase, read
 // from its overhead histogram over the timed requests.
+//
+// The sub-benchmarks run it twice in one run: plain, and tls, where the
+// node's client-facing listener serves HTTPS (--tls-cert/--tls-key, TLS
+// 1.3 over pooled HTTP/1.1 connections) while the engines and the direct
+// path stay plain; so tls's added latency is the node's plus what
+// encrypting the client hop costs, and the difference of the two is the
+// cost of TLS at the edge.
 func BenchmarkNodeAddedLatency(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchAddedLatency(b, false) })
+	b.Run("tls", func(b *testing.B) { benchAddedLatency(b, true) })
+}
+
+func benchAddedLatency(b *testing.B, withTLS bool) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	prefixes := make([][]uint32, latPrefixes)
 	for i := range prefixes {
@@ -285,14 +308,24 @@ func BenchmarkNodeAddedLatency(b *testing.B) {
 			prefixes[i][j] = uint32(rng.IntN(latVocabulary))
 		}
 	}
-	base, engines, m := startLatencyNode(b, prefixes)
-	bodies := latencyBodies(latWarmup+latRequests, prefixes, rng)
 	// The client's write buffer holds a whole request, headers and body,
 	// so each request goes out in one write without a copy buffer: client,
 	// node and engines share this process and its garbage collector, and
 	// a real client's garbage would not land on the node's.
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true, WriteBufferSize: 128 << 10}
 	defer tr.CloseIdleConnections()
+	var files *mtls.Files
+	if withTLS {
+		f := mtlstest.WritePKI(b, b.TempDir())
+		pool, err := mtls.CAPool("ca", f.CA)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
+		files = &f
+	}
+	base, engines, m := startLatencyNode(b, prefixes, files)
+	bodies := latencyBodies(latWarmup+latRequests, prefixes, rng)
 	client := &http.Client{Transport: tr}
 	nodeURL, directURL := base+"/v1/completions", engines[0].srv.URL+"/v1/completions"
 	var samples []sample

@@ -17,7 +17,7 @@ type Exposure struct {
 const (
 	enableClientTLS  = "--tls-cert and --tls-key"
 	enableClusterTLS = "--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca"
-	enableNATSTLS    = "--nats nats://... (an external NATS server with TLS), or --nats-listen on loopback"
+	enableNATSTLS    = "--nats-listen-tls-cert and --nats-listen-tls-key (with --nats-listen-tls-ca to require client certificates), --nats nats://... (an external NATS server with TLS), or --nats-listen on loopback"
 )
 
 // listeners are the node's listening sockets as configured.
@@ -29,7 +29,9 @@ func (c *Config) listeners() []secure.Listener {
 		{Key: "cluster_api_addr", Addr: cc.APIAddr, TLS: cc.tlsEnabled(), Enable: enableClusterTLS},
 	}
 	if c.NATS == natsbus.Embedded {
-		ls = append(ls, secure.Listener{Key: "nats_listen", Addr: c.NATSListen, Enable: enableNATSTLS})
+		// The embedded server speaks TLS only once given a certificate.
+		tls := c.NATSSecurity.Server.TLSCert != ""
+		ls = append(ls, secure.Listener{Key: "nats_listen", Addr: c.NATSListen, TLS: tls, Enable: enableNATSTLS})
 	}
 	return ls
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 )
 
 // TestExposedListenersNeedTLS: the default configuration moved to 0.0.0.0
@@ -17,7 +22,7 @@ func TestExposedListenersNeedTLS(t *testing.T) {
 		{name: "node client api", args: []string{"node", "--http-addr", "0.0.0.0:0"},
 			want: []string{"http_addr 0.0.0.0:0", "--tls-cert", "--insecure"}},
 		{name: "node embedded nats", args: []string{"node", "--nats-listen", "0.0.0.0:0"},
-			want: []string{"nats_listen 0.0.0.0:0", "--insecure"}},
+			want: []string{"nats_listen 0.0.0.0:0", "--nats-listen-tls-cert", "--nats-listen-tls-key", "--insecure"}},
 		{name: "node raft and cluster api", args: []string{"node", "--raft-addr", "0.0.0.0:0", "--cluster-api-addr", "0.0.0.0:0",
 			"--bootstrap", "--peers", "node1=0.0.0.0:0/0.0.0.0:0"},
 			want: []string{"raft_addr 0.0.0.0:0", "cluster_api_addr 0.0.0.0:0", "--cluster-tls-cert", "--insecure"}},
@@ -38,5 +43,26 @@ func TestExposedListenersNeedTLS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExposedNATSWithTLSStarts: the embedded NATS server on 0.0.0.0 with
+// its TLS flags passes the check without --insecure.
+// (The node then dials its own server at the listen address, which this
+// loopback test certificate does not name; that later failure is not the
+// check's.)
+func TestExposedNATSWithTLSStarts(t *testing.T) {
+	pki := mtlstest.WritePKI(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"node", "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0",
+		"--nats-listen-tls-cert", pki.Cert, "--nats-listen-tls-key", pki.Key, "--nats-listen-tls-ca", pki.CA})
+	err := cmd.ExecuteContext(ctx)
+	if err != nil && (strings.Contains(err.Error(), "--insecure") || strings.Contains(err.Error(), "nats_listen")) {
+		t.Fatalf("refused with TLS on the embedded NATS listener: %v", err)
 	}
 }

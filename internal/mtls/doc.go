@@ -20,9 +20,14 @@
 // client check the identity of the server it dialled. PeerIdentity reads
 // the verified identity of a gRPC call.
 //
-// What it refuses to do: the configurations of Load are not reloaded
-// (restart to rotate them; the client-facing certificates of the edges
-// are, by Reloader in reload.go) and does not accept a CA bundle without a certificate.
+// Reloading. Every configuration of Load, and the client-facing
+// certificates of the edges, present their certificate through a Reloader
+// (reload.go): files rewritten in place are served from the next
+// handshake (checked at most once a second), and a pair that fails to
+// load leaves the previous one in use.
+//
+// What it refuses to do: the CA file is read once (a new CA needs a
+// restart), and it does not accept a CA bundle without a certificate.
 //
 // Concurrency. Load is safe for concurrent use; the configurations it
 // returns are shared read-only by every connection.

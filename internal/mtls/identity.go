@@ -53,6 +53,9 @@ var ErrNoIdentity = errors.New("certificate carries no kvr://<dc>/<role>/<name> 
 // none, or with two (which would let one key speak for two holders), has
 // no identity.
 func IdentityOf(cert *x509.Certificate) (Identity, error) {
+	if cert == nil {
+		return Identity{}, Refuse(ReasonNoCertificate, "no certificate")
+	}
 	var out []Identity
 	for _, u := range cert.URIs {
 		if u.Scheme != IdentityScheme {

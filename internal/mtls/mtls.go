@@ -29,20 +29,54 @@ func (f Files) Check(prefix string) error {
 }
 
 // Load reads the files into the server and client configurations of
-// mutual TLS; prefix names their keys in errors.
+// mutual TLS; prefix names their keys in errors. The certificate and key
+// are served through one Reloader, by GetCertificate on the server side
+// and GetClientCertificate on the client side, so that rewritten files
+// are presented at the next handshake without a restart (Certificates
+// stays empty: crypto/tls would prefer it to GetCertificate when a client
+// sends no server name, as one dialling an IP address does; Own reads the
+// current certificate). The CA is read once: it verifies peers for the life of the process.
 func Load(prefix string, f Files) (server, client *tls.Config, err error) {
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	return LoadReloading(prefix, f, nil)
+}
+
+// LoadReloading is Load that tells reloaded (when not nil) the outcome of
+// every reload of the pair, nil on success, so that the caller can log it:
+// a failed reload keeps the previous certificate in use.
+func LoadReloading(prefix string, f Files, reloaded func(error)) (server, client *tls.Config, err error) {
+	r, err := NewReloader(prefix, f.Cert, f.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s_cert/%s_key: %v", ErrFiles, prefix, prefix, err)
+		return nil, nil, err
 	}
+	r.Reloaded = reloaded
 	pool, err := CAPool(prefix+"_ca", f.CA)
 	if err != nil {
 		return nil, nil, err
 	}
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+	server = &tls.Config{GetCertificate: r.GetCertificate, ClientCAs: pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}
+	client = &tls.Config{GetClientCertificate: r.GetClientCertificate, RootCAs: pool,
+		MinVersion: tls.VersionTLS13}
 	return server, client, nil
+}
+
+// Own is the leaf certificate a configuration presents: its first
+// Certificates entry, or else the current one of its GetCertificate (a
+// server's) or GetClientCertificate (a client's); nil when it has none.
+func Own(cfg *tls.Config) *x509.Certificate {
+	var c *tls.Certificate
+	switch {
+	case len(cfg.Certificates) > 0:
+		c = &cfg.Certificates[0]
+	case cfg.GetCertificate != nil:
+		c, _ = cfg.GetCertificate(nil)
+	case cfg.GetClientCertificate != nil:
+		c, _ = cfg.GetClientCertificate(nil)
+	}
+	if c == nil {
+		return nil
+	}
+	return c.Leaf
 }
 
 // ServerCert loads a server certificate for a listener that asks clients

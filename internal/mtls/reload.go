@@ -3,6 +3,7 @@ package mtls
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -83,6 +84,13 @@ func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 	return r.cert, nil
 }
 
+// GetClientCertificate is the client side's hook, for a link that
+// presents the same pair as client: the current certificate, reloaded
+// like GetCertificate's.
+func (r *Reloader) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return r.GetCertificate(nil)
+}
+
 // load reads the pair under the lock.
 func (r *Reloader) load() error {
 	r.mu.Lock()
@@ -124,4 +132,20 @@ func (r *Reloader) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// LogReloads returns a Reloaded hook that logs each reload of link's
+// certificate: a failure at warn (the previous certificate stays in use),
+// a success at info. The error names files, never their contents.
+func LogReloads(log *slog.Logger, link string) func(error) {
+	if log == nil {
+		return nil
+	}
+	return func(err error) {
+		if err != nil {
+			log.Warn("certificate reload failed; serving the previous one", "link", link, "err", err)
+			return
+		}
+		log.Info("certificate reloaded", "link", link)
+	}
 }

@@ -120,3 +120,60 @@ func servedCert(t *testing.T, addr string) []byte {
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].Raw
 }
+
+// TestLoadReloadsMutualTLS rewrites both ends' certificate files under a
+// live mutual-TLS listener (the configurations of Load, guarded by
+// identity as the cluster's and the WAN's links are) and checks that,
+// after the reload interval, each end presents the new certificate
+// issued by the same CA, and the other end still accepts it.
+func TestLoadReloadsMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := mtlstest.NewCA(t, t.TempDir())
+	srvID := mtls.Identity{DC: "dc1", Role: mtls.RoleMember, Name: "n1"}
+	cliID := mtls.Identity{DC: "dc1", Role: mtls.RoleMember, Name: "n2"}
+	srvFiles := mtls.Files{Cert: filepath.Join(dir, "srv.crt"), Key: filepath.Join(dir, "srv.key"), CA: ca.File}
+	cliFiles := mtls.Files{Cert: filepath.Join(dir, "cli.crt"), Key: filepath.Join(dir, "cli.key"), CA: ca.File}
+	srvOld, cliOld := ca.Issue(t, srvID), ca.Issue(t, cliID)
+	install(t, srvOld, srvFiles.Cert, srvFiles.Key, time.Unix(1_000_000, 0))
+	install(t, cliOld, cliFiles.Cert, cliFiles.Key, time.Unix(1_000_000, 0))
+	server, _, err := mtls.Load("cluster_tls", srvFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client, err := mtls.Load("cluster_tls", cliFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := mtls.AcceptRoles("dc1", mtls.RoleMember)
+	seen := make(chan []byte, 4)
+	guarded := mtls.Guard(server, member, nil)
+	verify := guarded.VerifyConnection
+	guarded.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) > 0 {
+			seen <- cs.PeerCertificates[0].Raw
+		}
+		return verify(cs)
+	}
+	addr := serveTLS(t, guarded)
+	client = mtls.VerifyServer(client, member)
+
+	handshake := func() (served, presented []byte) {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Raw, <-seen
+	}
+	if s, p := handshake(); !bytes.Equal(s, leaf(t, srvOld)) || !bytes.Equal(p, leaf(t, cliOld)) {
+		t.Fatal("the first certificates are not the ones presented")
+	}
+	srvNew, cliNew := ca.Issue(t, srvID), ca.Issue(t, cliID)
+	install(t, srvNew, srvFiles.Cert, srvFiles.Key, time.Unix(2_000_000, 0))
+	install(t, cliNew, cliFiles.Cert, cliFiles.Key, time.Unix(2_000_000, 0))
+	time.Sleep(mtls.ReloadInterval + 100*time.Millisecond)
+	if s, p := handshake(); !bytes.Equal(s, leaf(t, srvNew)) || !bytes.Equal(p, leaf(t, cliNew)) {
+		t.Fatal("the rewritten certificates are not the ones presented")
+	}
+}

@@ -50,7 +50,7 @@ func acceptPeerRelay(peers []string) mtls.Accept {
 // selfIdentity checks that link's certificate names this relay's DC with
 // the relay role.
 func selfIdentity(key string, cfg *tls.Config, dc string) error {
-	id, err := mtls.IdentityOf(cfg.Certificates[0].Leaf)
+	id, err := mtls.IdentityOf(mtls.Own(cfg))
 	if err != nil || id.Role != mtls.RoleRelay || id.DC != dc {
 		return fmt.Errorf("%w: %s: must name this relay as kvr://%s/relay/<name> (found %v, %v)", ErrConfig, key, dc, id, err)
 	}

@@ -185,12 +185,13 @@ func (c *Config) Validate() error {
 }
 
 // loadTLS loads one link's mutual TLS; nil configurations when its files
-// are unset (plaintext).
-func loadTLS(prefix string, f mtls.Files) (server, client *tls.Config, err error) {
+// are unset (plaintext). The certificate is reloaded when its files
+// change, and every reload is logged.
+func loadTLS(prefix string, f mtls.Files, log *slog.Logger) (server, client *tls.Config, err error) {
 	if !f.Enabled() {
 		return nil, nil, nil
 	}
-	if server, client, err = mtls.Load(prefix, f); err != nil {
+	if server, client, err = mtls.LoadReloading(prefix, f, mtls.LogReloads(log, prefix)); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return server, client, nil
@@ -299,7 +300,7 @@ func New(cfg Config) (*Relay, error) {
 	if r.cons, err = consumer.New(consumer.Config{SubscriberID: cfg.Name, Now: time.Now}); err != nil {
 		return nil, err
 	}
-	_, clusterTLS, err := loadTLS("cluster_tls", cfg.ClusterTLS)
+	_, clusterTLS, err := loadTLS("cluster_tls", cfg.ClusterTLS, r.log)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	// The WAN client configuration also verifies peers' gateways served
 	// over HTTPS (whose certificates need carry no identity).
-	wanServer, wanClient, err := loadTLS("wan_tls", cfg.WANTLS)
+	wanServer, wanClient, err := loadTLS("wan_tls", cfg.WANTLS, r.log)
 	if err != nil {
 		return nil, err
 	}
