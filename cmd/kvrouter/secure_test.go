@@ -61,8 +61,9 @@ func TestExposedNATSWithTLSStarts(t *testing.T) {
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"node", "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0",
 		"--nats-listen-tls-cert", pki.Cert, "--nats-listen-tls-key", pki.Key, "--nats-listen-tls-ca", pki.CA})
-	err := cmd.ExecuteContext(ctx)
-	if err != nil && (strings.Contains(err.Error(), "--insecure") || strings.Contains(err.Error(), "nats_listen")) {
-		t.Fatalf("refused with TLS on the embedded NATS listener: %v", err)
+	// The node serves until ctx ends, then stops cleanly: it started, its
+	// own connection to the exposed TLS listener included.
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("a node with TLS on its exposed embedded NATS listener did not run: %v\n%s", err, out.String())
 	}
 }

@@ -146,6 +146,7 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 	}
 	b := &Bus{}
 	url := cfg.URL
+	dial := url
 	opts := connectOptions(cfg, log)
 	if cfg.embedded() {
 		srv, self, err := startEmbedded(cfg, log)
@@ -154,7 +155,11 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 		}
 		b.srv, url = srv, srv.ClientURL()
 		// The process's own connection is in-process: no socket, no TLS,
-		// and a user only it knows.
+		// and a user only it knows. The server lets in-process clients
+		// skip TLS; a tls:// URL would make the client ask for it anyway
+		// and verify the listen address (0.0.0.0 on an exposed node) as
+		// the server's name.
+		dial = strings.Replace(url, "tls://", "nats://", 1)
 		opts = append(opts, nats.InProcessServer(srv))
 		if self != nil {
 			opts = append(opts, self)
@@ -168,7 +173,7 @@ func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 		}
 		opts = append(opts, auth...)
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := nats.Connect(dial, opts...)
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("connecting to NATS at %s (auth %s): %w", redactURLs(url), cfg.Auth.Method(), err)
