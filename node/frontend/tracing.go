@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -44,27 +43,7 @@ func (s *Server) withTracing(h http.Handler) http.Handler {
 	if !s.cfg.tracing() {
 		return h
 	}
-	return otelhttp.NewHandler(h, "kvrouter.node", otelhttp.WithTracerProvider(s.cfg.TracerProvider),
-		otelhttp.WithPropagators(telemetry.Propagator), otelhttp.WithFilter(traced), otelhttp.WithSpanNameFormatter(spanName))
-}
-
-// traced leaves probes and scrapes out of the traces.
-func traced(r *http.Request) bool {
-	switch r.URL.Path {
-	case "/health", "/ready", "/metrics":
-		return false
-	}
-	return true
-}
-
-// spanName is the method and, for the fixed API paths, the path; paths
-// with ids in them are not used, to keep span names few.
-func spanName(_ string, r *http.Request) string {
-	switch p := r.URL.Path; p {
-	case oaiedge.Chat.Path(), oaiedge.Completions.Path(), "/v1/models", "/v1/route/explain":
-		return r.Method + " " + p
-	}
-	return r.Method
+	return oaiedge.Traced(h, "kvrouter.node", s.cfg.TracerProvider)
 }
 
 // startRequest starts the request span: a child of otelhttp's span, or,
