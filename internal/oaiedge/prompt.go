@@ -26,9 +26,18 @@ func (ps *parser) messages() error {
 
 // message reads messages[i].
 func (ps *parser) message(i int) error {
-	param := "messages[" + strconv.Itoa(i) + "]"
-	var role, content []byte
-	err := ps.s.Object(func(key []byte) error {
+	role, content, err := ps.roleContent("messages[" + strconv.Itoa(i) + "]")
+	if err != nil {
+		return err
+	}
+	ps.text = append(append(append(append(ps.text, role...), '\n'), content...), '\n')
+	return nil
+}
+
+// roleContent reads the role and content of the object at param (a chat
+// message or a Responses input item), skipping its other keys.
+func (ps *parser) roleContent(param string) (role, content []byte, err error) {
+	err = ps.s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "role":
@@ -41,10 +50,9 @@ func (ps *parser) message(i int) error {
 		return ps.s.Skip()
 	})
 	if err != nil {
-		return ps.wrap(err, param, param+" must be an object")
+		return nil, nil, ps.wrap(err, param, param+" must be an object")
 	}
-	ps.text = append(append(append(append(ps.text, role...), '\n'), content...), '\n')
-	return nil
+	return role, content, nil
 }
 
 // content reads a message's content: a string, an array of parts, or null.
@@ -205,25 +213,9 @@ func (ps *parser) responsesInput() error {
 // inputItem reads input[i] of a Responses request: like a chat message,
 // but an item without a role (a tool call or its output) adds nothing.
 func (ps *parser) inputItem(i int) error {
-	param := "input[" + strconv.Itoa(i) + "]"
-	var role, content []byte
-	err := ps.s.Object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "role":
-			role, err = ps.s.text()
-			return ps.wrap(err, param+".role", param+".role must be a string")
-		case "content":
-			content, err = ps.content(param + ".content")
-			return err
-		}
-		return ps.s.Skip()
-	})
-	if err != nil {
-		return ps.wrap(err, param, param+" must be an object")
-	}
-	if len(role) > 0 {
+	role, content, err := ps.roleContent("input[" + strconv.Itoa(i) + "]")
+	if err == nil && len(role) > 0 {
 		ps.text = append(append(append(append(ps.text, role...), '\n'), content...), '\n')
 	}
-	return nil
+	return err
 }
