@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/buildtest"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,23 +40,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	dir, err := os.MkdirTemp("", "kvrouter-chaos-bin")
+	bin, cleanup, err := buildtest.Kvrouter("kvrouter-chaos-bin", "")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kvrouter")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", binary, "github.com/kvrouter/kvrouter/cmd/kvrouter")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building kvrouter:", err)
 		return 1
 	}
+	defer cleanup()
+	binary = bin
 	return m.Run()
 }
 

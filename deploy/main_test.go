@@ -2,10 +2,8 @@ package deploy
 
 import (
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/buildtest"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -15,25 +13,12 @@ var binary string
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kvrouter-deploy-bin")
+	bin, cleanup, err := buildtest.Kvrouter("kvrouter-deploy-bin", "..")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kvrouter")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	// Built in the product's own module, with its go.mod and go.sum, as
-	// `make build` builds it.
-	build := exec.Command(goTool, "build", "-o", binary, "./cmd/kvrouter")
-	build.Dir = ".."
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building kvrouter:", err)
 		return 1
 	}
+	defer cleanup()
+	binary = bin
 	return m.Run()
 }

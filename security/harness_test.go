@@ -5,11 +5,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/buildtest"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,23 +27,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kvrouter-security-bin")
+	bin, cleanup, err := buildtest.Kvrouter("kvrouter-security-bin", "")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kvrouter")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", binary, "github.com/kvrouter/kvrouter/cmd/kvrouter")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building kvrouter:", err)
 		return 1
 	}
+	defer cleanup()
+	binary = bin
 	return m.Run()
 }
 
