@@ -103,24 +103,25 @@ func (n *Node) authorize(ctx context.Context, method string) error {
 	return status.Error(codes.PermissionDenied, fmt.Sprintf("%v: %s", ErrUnauthorized, msg))
 }
 
+// operatorLinks are the methods that need an operator credential, by the
+// link their refusals are counted under.
+var operatorLinks = map[string]string{
+	kvrpb.ClusterAdmin_Join_FullMethodName:     linkJoin,
+	kvrpb.ClusterAdmin_Leave_FullMethodName:    linkLeave,
+	kvrpb.ClusterBackup_Backup_FullMethodName:  linkBackup,
+	kvrpb.ClusterBackup_Restore_FullMethodName: linkRestore,
+}
+
 // rule returns the refusal's link, reason and message, or an empty reason.
 func (n *Node) rule(ctx context.Context, method string) (link, reason, msg string) {
+	if link, ok := operatorLinks[method]; ok {
+		reason, msg = n.checkOperator(ctx)
+		return link, reason, msg
+	}
 	switch method {
 	case kvrpb.RaftForward_Apply_FullMethodName:
 		reason, msg = n.checkForward(ctx)
 		return linkForward, reason, msg
-	case kvrpb.ClusterAdmin_Join_FullMethodName:
-		reason, msg = n.checkOperator(ctx)
-		return linkJoin, reason, msg
-	case kvrpb.ClusterAdmin_Leave_FullMethodName:
-		reason, msg = n.checkOperator(ctx)
-		return linkLeave, reason, msg
-	case kvrpb.ClusterBackup_Backup_FullMethodName:
-		reason, msg = n.checkOperator(ctx)
-		return linkBackup, reason, msg
-	case kvrpb.ClusterBackup_Restore_FullMethodName:
-		reason, msg = n.checkOperator(ctx)
-		return linkRestore, reason, msg
 	case kvrpb.ClusterAdmin_Status_FullMethodName, kvrpb.Ownership_Watch_FullMethodName:
 		return linkAPI, "", ""
 	}
