@@ -355,7 +355,38 @@ func servedPrefixSeenBy(t *testing.T, at, from *dc) []int {
 	}
 	hs, _ := routing.BlockHashes(nil, toU32(prefix), blockSize, routing.HashSeed)
 	waitLaneSees(t, from, at, hs)
-	return append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	longer := append(append([]int(nil), prefix...), tokens(2, 4*blockSize)...)
+	waitChooses(t, from, at, longer)
+	return longer
+}
+
+// waitChooses waits until from's gateway would send toks to peer, as
+// POST /v1/route/explain says: the lane has the prefix and is eligible,
+// and the load peer last published (which may still count the prompt
+// that stored the prefix as queued prefill) no longer outweighs it.
+func waitChooses(t *testing.T, from, peer *dc, toks []int) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": toks})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := from.client.Post(from.url+"/v1/route/explain", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var ex struct {
+			DC     string `json:"dc"`
+			Remote bool   `json:"remote"`
+		}
+		if json.Unmarshal(b, &ex) == nil && ex.Remote && ex.DC == peer.name {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's gateway still does not choose %s: %s", from.name, peer.name, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitLaneSees waits until from's relay sees, in its summary lane of
