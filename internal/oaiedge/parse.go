@@ -115,11 +115,25 @@ func (ps *parser) field(key []byte) error {
 		return ps.wrap(err, "cache_salt", "cache_salt must be a string")
 	case "kvrouter":
 		return ps.wrap(s.Object(ps.extension), "kvrouter", "kvrouter must be an object")
+	case "nvext":
+		return ps.nvext()
 	}
 	if p := ps.ep.PromptParam(); p != "" && string(key) == p {
 		return ps.promptField()
 	}
 	return s.Skip()
+}
+
+// nvext keeps the raw "nvext" value, of any type: its reader, not the
+// parse, says what a value that is not an object means.
+func (ps *parser) nvext() error {
+	s := &ps.s
+	start := s.Pos()
+	if err := s.Skip(); err != nil {
+		return ps.wrap(err, "nvext", "nvext must be a JSON value")
+	}
+	ps.r.NVExt = s.b[start:s.Pos()]
+	return nil
 }
 
 // promptField reads the endpoint's prompt parameter.

@@ -68,6 +68,31 @@ func TestParseNode(t *testing.T) {
 	}
 }
 
+// TestParseKeepsNVExt checks that the parse hands back the top-level
+// "nvext" value as it is in the body, of whatever type, and nothing for a
+// member of that name deeper in the body.
+func TestParseKeepsNVExt(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"object", `{"model":"m","prompt":"x","nvext":{"agent_hints":{"priority":2}}}`, `{"agent_hints":{"priority":2}}`},
+		{"spaced", `{"model":"m","prompt":"x","nvext" :  [1, 2] }`, `[1, 2]`},
+		{"last wins", `{"nvext":1,"model":"m","prompt":"x","nvext":"s"}`, `"s"`},
+		{"null is absent", `{"model":"m","prompt":"x","nvext":null}`, ``},
+		{"absent", `{"model":"m","prompt":"x"}`, ``},
+		{"nested is not top-level", `{"model":"m","prompt":"x","user":"nvext","stream_options":{"nvext":{}}}`, ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse([]byte(tc.body), Completions, Options{MaxPromptTokens: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(string(r.NVExt)) != tc.want || (tc.want == "") != (r.NVExt == nil) {
+				t.Fatalf("nvext %q, want %q", r.NVExt, tc.want)
+			}
+		})
+	}
+}
+
 // TestNodeRefusals checks the kind and param of each refusal:
 // the parameter is what the OpenAI error body names.
 func TestNodeRefusals(t *testing.T) {

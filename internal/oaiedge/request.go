@@ -110,6 +110,11 @@ type Request struct {
 	// PromptCacheKey (prompt_cache_key) and User (user) are the body
 	// fields that may name a session (SessionKeys.Read).
 	PromptCacheKey, User string
+	// NVExt is the raw JSON value of the top-level "nvext" member (the
+	// reference router's extension, read by the node), a slice of the
+	// body; nil when the body has none or it is null. The parse that
+	// validates the body finds it, so no caller scans the body again.
+	NVExt []byte
 
 	bytesPerToken int
 	scratch       []uint32

@@ -137,7 +137,7 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	ext, err := readNVExt(x.body.data, x.r.Header)
+	ext, err := readNVExt(x.p.NVExt, x.r.Header)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,6 @@
 package frontend
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -19,22 +17,13 @@ const (
 	StrictPriorityHeader = "X-Dynamo-Request-Strict-Priority"
 )
 
-// readNVExt reads the body's "nvext" object and the priority headers into
-// one NVExt. Bodies that do not mention nvext skip the decode, which is
-// the common case.
-func readNVExt(body []byte, h http.Header) (NVExt, error) {
-	var x NVExt
-	if bytes.Contains(body, []byte(`"nvext"`)) {
-		var doc struct {
-			NVExt json.RawMessage `json:"nvext"`
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return x, oaiedge.Invalid(nvextParam, "nvext must be an object")
-		}
-		var err error
-		if x, err = ParseNVExt(doc.NVExt); err != nil {
-			return x, err
-		}
+// readNVExt reads the body's "nvext" value, as the request's parse found
+// it (oaiedge.Request.NVExt: nil when absent, which is the common case
+// and decodes nothing), and the priority headers into one NVExt.
+func readNVExt(raw []byte, h http.Header) (NVExt, error) {
+	x, err := ParseNVExt(raw)
+	if err != nil {
+		return x, err
 	}
 	return x, x.priorityHeaders(h)
 }

@@ -105,12 +105,17 @@ func chatWithNVExt(nvext string) string {
 }
 
 func FuzzReadNVExt(f *testing.F) {
-	f.Add([]byte(`{"nvext":{"agent_hints":{"priority":3}}}`))
-	f.Add([]byte(`{"nvext":{"agent_hints":{"priority":-1e400}}}`))
-	f.Add([]byte(`{"nvext":null}`))
-	f.Add([]byte(`{"nvext":{"session_control":{"session_id":"s","action":"close"},"backend_instance_id":3}}`))
+	f.Add([]byte(`{"model":"m","nvext":{"agent_hints":{"priority":3}}}`))
+	f.Add([]byte(`{"model":"m","nvext":{"agent_hints":{"priority":-1e400}}}`))
+	f.Add([]byte(`{"model":"m","nvext":null}`))
+	f.Add([]byte(`{"model":"m","nvext":[1]}`))
+	f.Add([]byte(`{"nvext":{"session_control":{"session_id":"s","action":"close"},"backend_instance_id":3},"model":"m"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		x, err := readNVExt(body, nil)
+		p, err := oaiedge.Parse(body, oaiedge.Tokenize, oaiedge.Options{MaxPromptTokens: 1 << 20})
+		if err != nil {
+			return
+		}
+		x, err := readNVExt(p.NVExt, nil)
 		if err != nil {
 			if !errors.Is(err, oaiedge.ErrInvalid) {
 				t.Fatalf("refusal without ErrInvalid: %v", err)
