@@ -1,5 +1,11 @@
 package frontend
 
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvrouter/kvrouter/internal/metrics"
+)
+
 // Tokenization outcomes, the values of kvrouter_frontend_tokenized_total's
 // outcome label.
 const (
@@ -43,7 +49,21 @@ func (x *exchange) exactTokens() string {
 }
 
 func (s *Server) tokenized(outcome string) {
-	if s.metrics != nil {
-		s.metrics.Tokenized.WithLabelValues(outcome).Inc()
+	if c := s.tokenizedBy[outcome]; c != nil {
+		c.Inc()
 	}
+}
+
+// tokenizedCounters resolves kvrouter_frontend_tokenized_total's child of
+// every outcome once, so that requests count without a label lookup; nil
+// without metrics.
+func tokenizedCounters(m *metrics.Metrics) map[string]prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]prometheus.Counter, 4)
+	for _, o := range []string{tokenizedExact, tokenizedClient, tokenizedApproximate, tokenizedFailed} {
+		c[o] = m.Tokenized.WithLabelValues(o)
+	}
+	return c
 }

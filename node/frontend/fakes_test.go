@@ -145,7 +145,9 @@ type fakeEngine struct {
 	auths  []string
 	// traceparents are the requests' traceparent headers.
 	traceparents []string
-	canceled     chan struct{}
+	// headers are the requests' whole headers.
+	headers  []http.Header
+	canceled chan struct{}
 }
 
 func newFakeEngine(t *testing.T, configure func(*fakeEngine)) *fakeEngine {
@@ -169,6 +171,7 @@ func (e *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	e.ids = append(e.ids, r.Header.Get("X-Request-Id"))
 	e.auths = append(e.auths, r.Header.Get("Authorization"))
 	e.traceparents = append(e.traceparents, r.Header.Get("Traceparent"))
+	e.headers = append(e.headers, r.Header.Clone())
 	e.mu.Unlock()
 	if e.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+e.apiKey {
 		w.WriteHeader(http.StatusUnauthorized)

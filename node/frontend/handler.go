@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -150,9 +151,18 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 	return req, ext.apply(req)
 }
 
-// annotate records the decision on the span and in the log.
+// annotate records the decision on the span and in the debug log, when
+// either records anything: the attributes and the worker's name would
+// otherwise be built on every request for nothing.
 func (x *exchange) annotate(req *dispatch.Request) {
 	d := x.dec
+	if x.s.log.Enabled(context.Background(), slog.LevelDebug) {
+		x.s.log.Debug("routed", "request", x.id, "model", x.model, "worker", d.Worker.String(),
+			"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks)
+	}
+	if !x.span.IsRecording() {
+		return
+	}
 	x.span.SetAttributes(
 		attribute.String("gen_ai.request.model", x.model),
 		attribute.String("kvrouter.worker", d.Worker.String()),
@@ -160,8 +170,6 @@ func (x *exchange) annotate(req *dispatch.Request) {
 		attribute.Int("kvrouter.cached_blocks", d.CachedBlocks),
 		attribute.Bool("kvrouter.session_bound", d.SessionBound),
 		attribute.Bool("kvrouter.stream", x.p.Stream))
-	x.s.log.Debug("routed", "request", x.id, "model", x.model, "worker", d.Worker.String(),
-		"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks)
 }
 
 // fail answers with err's error class, unless the client is gone.
@@ -186,9 +194,11 @@ func (x *exchange) finish() {
 	// The engine transport may still hold a reader of the body; the
 	// buffer returns to its pool when that is closed too.
 	x.body.release()
-	x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
-	if x.status >= 500 || x.status == StatusClientClosed {
-		x.span.SetStatus(codes.Error, outcome(x.status))
+	if x.span.IsRecording() {
+		x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
+		if x.status >= 500 || x.status == StatusClientClosed {
+			x.span.SetStatus(codes.Error, outcome(x.status))
+		}
 	}
 	x.span.End()
 }

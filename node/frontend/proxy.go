@@ -89,7 +89,10 @@ func (x *exchange) roundTrip(ctx context.Context) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := x.s.client.Do(req)
+		resp, err := x.s.engines.RoundTrip(req)
+		if err == nil && resp.Body == nil {
+			resp.Body = http.NoBody // a RoundTripper other than net/http's may leave it nil
+		}
 		if err == nil || attempt > 0 || !isWriteError(err) || ctx.Err() != nil {
 			return resp, err
 		}
@@ -138,20 +141,29 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 	}
 	req.ContentLength = int64(len(x.body.data))
 	req.GetBody = x.body.reader
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", x.id)
-	req.Header["Idempotency-Key"] = nil
+	// The keys are canonical already: set directly, they skip Set's
+	// canonicalisation, and the values' slices are shared, read-only.
+	h := req.Header
+	h["Content-Type"] = jsonType
+	h["X-Request-Id"] = []string{x.id}
+	h["Idempotency-Key"] = nil
 	if x.s.engineAuth != "" {
-		req.Header.Set("Authorization", x.s.engineAuth)
+		h["Authorization"] = []string{x.s.engineAuth}
 	}
 	if x.p.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+		h["Accept"] = eventStreamType
 	} else {
-		req.Header.Set("Accept", "application/json")
+		h["Accept"] = jsonType
 	}
-	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
 	return req, nil
 }
+
+// The engine request's fixed header values.
+var (
+	jsonType        = []string{"application/json"}
+	eventStreamType = []string{"text/event-stream"}
+)
 
 // upstreamFailed handles an engine that could not be reached or failed
 // before the first byte of the answer: 502, or nothing when the client is

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,9 +33,16 @@ type Server struct {
 	metrics *metrics.Metrics
 	// observers caches metrics' children per model.
 	observers observerCache
-	log       *slog.Logger
-	tracer    trace.Tracer
-	client    *http.Client
+	// tokenizedBy is the tokenized counter's child per outcome (exact.go).
+	tokenizedBy map[string]prometheus.Counter
+	log         *slog.Logger
+	tracer      trace.Tracer
+	// engines sends requests to engines. It is the transport itself, not
+	// an http.Client: the client's redirect handling (engine redirects are
+	// not followed, so it would only hand back the response), its copy of
+	// every request's headers and its error wrapping cost each request and
+	// buy nothing here.
+	engines http.RoundTripper
 	// transport is set when the Server built its own engine client, which
 	// it then closes when Serve returns.
 	transport *http.Transport
@@ -77,7 +85,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName),
+	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, tokenizedBy: tokenizedCounters(m), log: log, tracer: tp.Tracer(tracerName),
 		errs:   errorTable(cfg.OverloadStatus),
 		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: cfg.BodyReadTimeout, Now: cfg.Now}}
 	if cfg.EngineAPIKey != "" {
@@ -91,7 +99,7 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 		s.transport = newTransport(cfg)
 		rt = s.transport
 	}
-	s.client = &http.Client{Transport: rt, CheckRedirect: noRedirects}
+	s.engines = rt
 	s.idPrefix = randomPrefix()
 	s.handler = s.withTracing(s.routes())
 	s.admin = s.adminRoutes()
@@ -118,11 +126,6 @@ func (s *Server) setupEdge() error {
 // EdgeMetrics returns the edge's access and certificate metrics (nil
 // without metrics), for the certificate reloader of the node's TLS.
 func (s *Server) EdgeMetrics() *metrics.Edge { return s.edge }
-
-// noRedirects stops the client from following engine redirects: an engine
-// answering with one is misconfigured, and the body must not be replayed
-// elsewhere.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // randomPrefix makes generated request ids unique across nodes and
 // restarts; the counter after it makes them unique within the process.

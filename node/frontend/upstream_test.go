@@ -65,6 +65,40 @@ func TestEngineErrorStatusPassedOn(t *testing.T) {
 	}
 }
 
+// TestEngineRequestHeaders: the engine gets the request id, the body's
+// type, the answer type the client asked for (a stream or one JSON
+// object), and neither the client's credentials nor the idempotency mark
+// the transport reads.
+func TestEngineRequestHeaders(t *testing.T) {
+	tests := []struct {
+		name, body, accept string
+	}{
+		{"one answer", `{"model":"m","prompt":"x"}`, "application/json"},
+		{"stream", `{"model":"m","prompt":"x","stream":true}`, "text/event-stream"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, _, e := setup(t, Config{}, nil)
+			resp := post(t, ts, "/v1/completions", tc.body, map[string]string{"Authorization": "Bearer client-key", "X-Request-Id": "rid-7"})
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			h := e.headers[0]
+			if h.Get("Accept") != tc.accept || h.Get("Content-Type") != "application/json" || h.Get("X-Request-Id") != "rid-7" {
+				t.Fatalf("engine request headers %v", h)
+			}
+			if _, ok := h["Authorization"]; ok {
+				t.Fatalf("client credentials reached the engine: %v", h)
+			}
+			if _, ok := h["Idempotency-Key"]; ok {
+				t.Fatalf("idempotency mark sent: %v", h)
+			}
+		})
+	}
+}
+
 // TestEngineAPIKey: with EngineAPIKey set, every engine request carries it
 // as a bearer token in place of the client's own credentials; an engine
 // that refuses the router's credentials costs the client a 502 that names
