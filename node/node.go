@@ -337,8 +337,15 @@ type engines struct{ r *fleet.Registry }
 var _ dispatch.Engines = engines{}
 var _ dispatch.LoadReporter = engines{}
 
+// Workers lists the model's admitted workers. Whether the model is known
+// at all is asked of the registry only when none is admitted: a model
+// with a worker is served, and listing every model (a copy and a sort)
+// on every request bought nothing.
 func (e engines) Workers(model string) ([]routing.WorkerInfo, bool) {
-	return e.r.Workers(model), slices.Contains(e.r.Models(), model)
+	if ws := e.r.Workers(model); len(ws) > 0 {
+		return ws, true
+	}
+	return nil, slices.Contains(e.r.Models(), model)
 }
 
 func (e engines) Endpoint(id routing.WorkerID) (string, bool) { return e.r.Endpoint(id) }
