@@ -13,8 +13,9 @@
 // model's busy thresholds behind the operator token (busy_threshold.go).
 //
 // Admission inputs. The x-dynamo-meta-policy-class header and the body's
-// "nvext" object (nvext.go parses it, nvext_request.go applies it; it is
-// decoded only when the body mentions nvext) go to the router:
+// "nvext" object (nvext.go parses it, nvext_request.go applies it; the
+// request's one parse finds it, and it is decoded only when the body
+// has one) go to the router:
 // agent_hints.priority and strict_priority order the admission queue
 // (the x-dynamo-request-priority and x-dynamo-request-strict-priority
 // headers fill them when the body does not), osl is the expected output
