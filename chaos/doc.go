@@ -68,7 +68,8 @@
 //     parsers' fuzz targets are in internal/oaiedge); S19 sends huge
 //     bodies, prompts and chats; S20 holds connections trickling headers
 //     and bodies; S21 kills or pauses an engine mid-stream; S22 offers five
-//     times the S01 rate.
+//     times a nominal rate, about twice what engines behind busy thresholds
+//     accept.
 //   - DrainLeaderDuringStreams and BackupRestoreIntoFreshCluster test the
 //     operations of the same names; OverloadBurst sends a burst of many
 //     times what two slow engines take at once through nodes running the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,19 +193,27 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	return int(n), nil
 }
 
+// s19BodyBudget is S19's --max-buffered-body-bytes: four times the
+// per-request limit (32 MiB), so that the 20 concurrent 40 MB uploads ask
+// for five times what the node may hold.
+const s19BodyBudget = 128 << 20
+
 // TestS19HugeRequests: a 100 MB body, a prompt over the node's token
 // limit, a chat of 10k messages, and 20 concurrent 40 MB uploads, while
 // normal clients keep routing. Every abusive request is refused with a
 // 4xx (413 for the bodies over the limit, which are cut before they are
-// read in full), normal traffic keeps being served, and the node's peak
-// resident memory is a figure.
+// read in full) or, for the concurrent uploads that find the node's body
+// budget full, 503 before their body is read; normal traffic keeps being
+// served; and the node's peak resident memory stays within a bound
+// derived from the budget (the bodies it may hold, the buffers the
+// collector has yet to reclaim, and the node's own baseline).
 func TestS19HugeRequests(t *testing.T) {
 	chaosOnly(t)
 	d := startDCWith(t, "dc1", 1, func(d *dc, ctx context.Context, wg *sync.WaitGroup) {
 		startEngine(t, ctx, wg, d.nats, "dc1", 1)
-	}, "--max-prompt-tokens", "4096")
+	}, "--max-prompt-tokens", "4096", "--max-buffered-body-bytes", strconv.Itoa(s19BodyBudget))
 	m := d.members[0]
-	rep := newReport(t, "S19 HugeRequests", "1 node, 1 engine, --max-prompt-tokens 4096")
+	rep := newReport(t, "S19 HugeRequests", "1 node, 1 engine, --max-prompt-tokens 4096, --max-buffered-body-bytes 128 MiB")
 	rep.watchDC(d)
 	rss0, _ := procStat(m.pid())
 	normal := startNormal(m, 4)
@@ -267,8 +276,8 @@ func TestS19HugeRequests(t *testing.T) {
 	wg.Wait()
 	codes.Range(func(k, v any) bool {
 		rep.Ops[fmt.Sprint(k)] += int(v.(*atomic.Int64).Load())
-		if code := k.(int); code != 413 && code != 0 {
-			t.Errorf("a 40 MB upload got %d, want 413", code)
+		if code := k.(int); code != 413 && code != 503 && code != 0 {
+			t.Errorf("a 40 MB upload got %d, want 413 or 503 (body budget)", code)
 		}
 		return true
 	})
@@ -277,6 +286,19 @@ func TestS19HugeRequests(t *testing.T) {
 	rep.figure("normal_failed", failed)
 	rss1 := rep.peakRSS(m.id)
 	rep.figure("peak_rss_delta_mib", fmt.Sprintf("%.0f", rss1-rss0))
+	rep.figure("body_budget_refusals", int(metricSum(t, m, "kvrouter_edge_body_budget_refusals_total")))
+	// The bodies held are at most the budget; a body of unknown length
+	// also has its previous, half-size buffer alive while it grows, and
+	// the collector lets the heap reach about twice what is live before
+	// it runs (GOGC=100). 64 MiB covers the rest of the node's work.
+	bound := 3*float64(s19BodyBudget>>20) + 64
+	rep.figure("peak_rss_delta_bound_mib", bound)
+	if rss1-rss0 > bound {
+		t.Errorf("peak RSS grew by %.0f MiB, over the bound of %.0f MiB derived from the body budget", rss1-rss0, bound)
+	}
+	if held := metricSum(t, m, "kvrouter_edge_buffered_body_bytes"); held > 1<<20 {
+		t.Errorf("%.0f body bytes still held after the uploads", held)
+	}
 	if failed > 0 {
 		t.Errorf("%d normal requests failed during the abuse", failed)
 	}
@@ -404,60 +426,4 @@ func slowStream(m *member, n int) error {
 		return sc.Err()
 	}
 	return fmt.Errorf("stream ended without [DONE]")
-}
-
-// TestS22Overload: a three-node DC takes five times the S01 binding rate
-// (40 clients instead of 8, a fifth of them binding new sessions), then the
-// normal rate again. Every request is answered (a shed request gets a
-// 429/503, none waits for the client's timeout), the node recovers
-// without a restart, and the one checker runs over the history. The share
-// of shed requests and the p99 of accepted ones are figures.
-func TestS22Overload(t *testing.T) {
-	chaosOnly(t)
-	d := startDC(t, 3)
-	rep := newReport(t, "S22 Overload", "1 DC × 3 nodes")
-	rep.watchDC(d)
-	h := newHistory()
-	step := phase(3 * time.Second)
-	at := h.now()
-	rep.FaultMS = at / 1e6
-	stop := startLoad(&load{d: d, h: h, sessions: 200, clients: 40, seed: rep.Seed, fresh: 0.2})
-	time.Sleep(step)
-	stop()
-	healAt := h.now()
-	rep.HealMS = healAt / 1e6
-	stop = startLoad(&load{d: d, h: h, sessions: 200, clients: 8, seed: rep.Seed + 1, fresh: 0.1})
-	time.Sleep(step)
-	stop()
-	var shed, timeouts, accepted int
-	var lat []time.Duration
-	for _, o := range h.ops {
-		if o.call >= healAt {
-			continue
-		}
-		switch {
-		case o.status == 429 || o.status == 503:
-			shed++
-		case o.unknown && strings.Contains(o.err, "Client.Timeout"):
-			timeouts++
-		case !o.unknown:
-			accepted++
-			lat = append(lat, time.Duration(o.ret-o.call))
-		}
-	}
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		rep.figure("accepted_p99_ms", lat[len(lat)*99/100].Milliseconds())
-	}
-	rep.figure("shed_pct", fmt.Sprintf("%.1f", 100*float64(shed)/float64(max(1, shed+accepted+timeouts))))
-	rep.figure("client_timeouts", timeouts)
-	if timeouts > 0 {
-		t.Errorf("%d requests waited for the client's timeout instead of being shed", timeouts)
-	}
-	if w, ok := firstBindAfter(h, healAt); ok {
-		rep.converged(w)
-	} else {
-		t.Error("no new binding after the overload ended")
-	}
-	checkAll(t, d, h, rep)
 }

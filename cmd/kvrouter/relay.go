@@ -65,6 +65,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	f.registerEdges(fs)
 	f.registerSecurity(fs)
 	f.registerTelemetry(fs)
+	f.registerBodies(fs)
 	f.log.register(fs)
 }
 

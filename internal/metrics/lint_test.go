@@ -23,6 +23,7 @@ func catalogue(t *testing.T) *metrics.Metrics {
 	}
 	// Families the node's components register when they start.
 	metrics.NewEdge(m.Registerer())
+	metrics.NewBodies(m.Registerer(), nil)
 	m.QueueMetrics()
 	m.Decisions()
 	if err := m.Prime(); err != nil {
@@ -37,6 +38,7 @@ func relayCatalogue(t *testing.T, name string) *prometheus.Registry {
 	t.Helper()
 	g := gateway.NewMetrics(prometheus.Labels{"dc": "dc1", "relay": name})
 	edge := metrics.NewEdge(g.Registerer())
+	metrics.NewBodies(g.Registerer(), nil)
 	sec := metrics.NewSecurity(nil)
 	sec.Register(g.Registerer())
 	for _, c := range []prometheus.Collector{edge.AuthRefusals, edge.CertReloads, sec.Refusals, sec.EventsRefused, sec.ResyncBackoffs} {

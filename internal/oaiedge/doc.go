@@ -65,5 +65,8 @@
 // Concurrency. Parse, ParseReusing and ParsePooled keep no state between
 // calls but the pool and may run concurrently; a scratch buffer belongs
 // to one parse at a time. A Scanner and a Request belong to one
-// goroutine. Tables, BodyReaders and the header lists are read-only.
+// goroutine. Tables, BodyReaders and the header lists are read-only. A
+// BodyBudget (the process-wide bound on buffered body bytes, budget.go)
+// is shared by every request and safe for concurrent use; a BodyHold
+// belongs to its request.
 package oaiedge

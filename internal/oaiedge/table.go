@@ -65,7 +65,7 @@ var edgeRows = []Row{
 // NewTable returns an edge's table: its own rows, then the rows of this
 // package's refusals.
 func NewTable(own ...Row) Table {
-	return append(append(append(Table{}, own...), edgeRows...), authRows...)
+	return append(append(append(append(Table{}, own...), edgeRows...), authRows...), budgetRows...)
 }
 
 // Classify returns err's class.

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // Body buffers come from one pool per power-of-two size class, from 4 KiB
@@ -35,6 +37,9 @@ var errBodyReleased = errors.New("request body already released")
 type body struct {
 	data []byte
 	refs atomic.Int32
+	// hold is the body's share of the node's body budget, given back
+	// with the last reference.
+	hold oaiedge.BodyHold
 }
 
 // getBody returns a body of n bytes (contents undefined) holding one
@@ -88,6 +93,7 @@ func (b *body) release() {
 	if b == nil || b.refs.Add(-1) != 0 {
 		return
 	}
+	b.hold.Release()
 	c := bits.Len(uint(cap(b.data))) - 1
 	if c < minBodyClass || c > maxBodyClass {
 		return

@@ -22,6 +22,11 @@ type EdgeConfig struct {
 	// serves AdminHandler on; /metrics and /v1/route/explain then leave
 	// the client-facing listener.
 	AdminAddr string
+	// MaxBufferedBodyBytes bounds the request body bytes the node holds
+	// over all its requests at once (oaiedge.BodyBudget): 0 means
+	// oaiedge.MaxBufferedBodyBytes, negative none. A body that does not
+	// fit is refused with 503 and Retry-After before it is read.
+	MaxBufferedBodyBytes int64
 }
 
 // access builds the access control; messages name the option but never a

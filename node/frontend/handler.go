@@ -109,12 +109,13 @@ func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
 	return x.proxy(ctx)
 }
 
-// readBody reads the whole body under MaxBodyBytes and BodyReadTimeout
-// (oaiedge.BodyReader, which explains the deadline), into a pooled buffer
-// when the length is known (see body).
+// readBody reads the whole body under MaxBodyBytes, BodyReadTimeout and
+// the node's body budget (oaiedge.BodyReader, which explains the
+// deadline), into a pooled buffer when the length is known (see body).
+// The body keeps its share of the budget until its buffer is released.
 func (x *exchange) readBody() (*body, error) {
 	var b *body
-	data, err := x.s.bodies.Read(x.w, x.r, func(n int) []byte {
+	data, hold, err := x.s.bodies.ReadHeld(x.w, x.r, func(n int) []byte {
 		b = getBody(n)
 		return b.data
 	})
@@ -125,6 +126,7 @@ func (x *exchange) readBody() (*body, error) {
 	if b == nil {
 		b = wrapBody(data)
 	}
+	b.hold = hold
 	return b, nil
 }
 

@@ -116,7 +116,11 @@ func (s *Server) setupEdge() error {
 	if s.sessionKeys, err = s.cfg.Edge.SessionKeys.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if s.bodies.Budget, err = oaiedge.NewEdgeBodyBudget(s.cfg.Edge.MaxBufferedBodyBytes, s.cfg.MaxBodyBytes); err != nil {
+		return fmt.Errorf("%w: --max-buffered-body-bytes: %w", ErrConfig, err)
+	}
 	if s.metrics != nil {
+		metrics.NewBodies(s.metrics.Registerer(), s.bodies.Budget)
 		s.edge = metrics.NewEdge(s.metrics.Registerer())
 		s.access.Refused = func(scope oaiedge.Scope, reason string) { s.edge.Refused(scope.String(), reason) }
 	}

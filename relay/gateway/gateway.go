@@ -135,6 +135,10 @@ func (g *Gateway) setupEdge() error {
 	if g.sessionKeys, err = g.cfg.Edge.SessionKeys.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if g.bodies.Budget, err = oaiedge.NewEdgeBodyBudget(g.cfg.Edge.MaxBufferedBodyBytes, g.cfg.MaxBodyBytes); err != nil {
+		return fmt.Errorf("%w: --max-buffered-body-bytes: %w", ErrConfig, err)
+	}
+	metrics.NewBodies(g.metrics.Registerer(), g.bodies.Budget)
 	g.edge = metrics.NewEdge(g.metrics.Registerer())
 	g.access.Refused = func(scope oaiedge.Scope, reason string) { g.edge.Refused(scope.String(), reason) }
 	return nil

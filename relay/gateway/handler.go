@@ -14,6 +14,9 @@ type exchange struct {
 	rc   *http.ResponseController
 	ep   oaiedge.Endpoint
 	body []byte
+	// hold is the body's share of the gateway's body budget, given back
+	// when the handler returns.
+	hold oaiedge.BodyHold
 	// session is the binding key, "" without a session.
 	session string
 }
@@ -24,6 +27,7 @@ func (g *Gateway) completionHandler(ep oaiedge.Endpoint) http.HandlerFunc {
 		r, span := g.startRequest(r, ep)
 		defer span.End()
 		x := &exchange{g: g, w: w, r: r, rc: http.NewResponseController(w), ep: ep}
+		defer x.hold.Release()
 		x.serve()
 	}
 }
@@ -35,7 +39,7 @@ func (g *Gateway) completionHandler(ep oaiedge.Endpoint) http.HandlerFunc {
 func (x *exchange) serve() {
 	g := x.g
 	var err error
-	if x.body, err = g.bodies.Read(x.w, x.r, nil); err != nil {
+	if x.body, x.hold, err = g.bodies.ReadHeld(x.w, x.r, nil); err != nil {
 		x.reject(err)
 		return
 	}
