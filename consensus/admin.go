@@ -215,6 +215,8 @@ func adminStatus(err error) error {
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, ErrIndeterminate):
 		return status.Error(codes.Unknown, err.Error())
+	case errors.Is(err, ErrDiskFull):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	return status.Error(codes.Internal, fmt.Sprintf("membership change: %v", err))
 }
