@@ -43,6 +43,12 @@ type member struct {
 	// live is node for the workload's goroutines, cleared before a stop.
 	live    atomic.Pointer[consensus.Node]
 	rebuilt bool // the last start set a corrupt FSM store aside
+	// memberRebuilt is set when the last start found the raft log
+	// corrupt and set the whole member aside (into aside on its disk);
+	// rejoin then brings it back (rebuild_test.go).
+	memberRebuilt bool
+	aside         string
+	rejoin        *rejoin
 }
 
 // cluster is n members over InmemTransport; cut holds the severed links.
@@ -150,23 +156,24 @@ func (c *cluster) tryStart(i int) error {
 	opts := func(dir string) store.Options {
 		return store.Options{Dir: dir, FS: m.disk.fs(), Logger: c.log, MinFreeBytes: minFree, Observer: m.storage}
 	}
-	var err error
-	if m.logs, err = store.OpenLogStore(opts("raft")); err != nil {
+	snaps, err := c.openLocal(m, opts)
+	if err != nil {
 		return err
 	}
-	if m.fsm, m.state, m.rebuilt, err = consensus.OpenDurableState(opts("fsm"), c.log); err != nil {
-		return c.abort(m, err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(m.dataDir, 2, hclog.NewNullLogger())
-	if err != nil {
-		return c.abort(m, err)
-	}
-	_, m.trans = raft.NewInmemTransport(m.addr)
 	cfg := c.config(m.id)
 	cfg.DataDir, cfg.APIAddr = m.dataDir, "passthrough:///"+m.api
+	if m.memberRebuilt {
+		if err := c.forget(m); err != nil {
+			m.stopRejoin()
+			return c.abort(m, err)
+		}
+		cfg.Bootstrap = false // An empty member must not configure a cluster of its own.
+	}
+	_, m.trans = raft.NewInmemTransport(m.addr)
 	m.node, err = consensus.New(cfg, consensus.Deps{Transport: m.trans, LogStore: m.logs, StableStore: m.logs,
 		Snapshots: snaps, State: m.state, Metrics: m.metrics})
 	if err != nil {
+		m.stopRejoin()
 		_ = m.trans.Close()
 		m.trans = nil
 		return c.abort(m, err)
@@ -174,6 +181,9 @@ func (c *cluster) tryStart(i int) error {
 	c.serveAPI(m)
 	m.live.Store(m.node)
 	c.connect()
+	if m.rejoin != nil {
+		m.startRejoin()
+	}
 	return nil
 }
 
@@ -185,7 +195,9 @@ func (c *cluster) abort(m *member, err error) error {
 	if m.fsm != nil {
 		_ = m.fsm.Close()
 	}
-	_ = m.logs.Close()
+	if m.logs != nil {
+		_ = m.logs.Close()
+	}
 	m.logs, m.fsm, m.state = nil, nil, nil
 	return err
 }
@@ -201,6 +213,7 @@ func (c *cluster) stop(i int) {
 		return
 	}
 	m.live.Store(nil)
+	m.stopRejoin()
 	m.stopAPI()
 	_ = m.node.Shutdown()
 	_ = m.trans.Close()
@@ -216,6 +229,7 @@ func (c *cluster) close() {
 	for _, m := range c.members {
 		if m.node != nil {
 			m.live.Store(nil)
+			m.stopRejoin()
 			m.stopAPI()
 			_ = m.node.Shutdown()
 		}

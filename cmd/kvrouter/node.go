@@ -95,6 +95,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerQueue(fs)
 	f.registerDeploy(fs)
 	f.registerUpgrade(fs)
+	f.registerRecovery(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.

@@ -25,6 +25,7 @@ func catalogue(t *testing.T) *metrics.Metrics {
 	metrics.NewEdge(m.Registerer())
 	m.QueueMetrics()
 	m.Decisions()
+	metrics.NewRebuilds(m.Registerer())
 	if err := m.Prime(); err != nil {
 		t.Fatal(err)
 	}
