@@ -268,7 +268,7 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	c.wg.Go(func() { c.batcher.Run(bctx) })
 	c.wg.Go(func() { c.cn.SyncPeerAPIs(bctx, peerSyncInterval) })
 	if rebuilt {
-		c.wg.Go(func() { c.rejoin(bctx, rejoiner) })
+		c.wg.Go(func() { c.rejoin(bctx, rejoiner, cc.DataDir) })
 	} else if cc.Join != "" {
 		req := &kvrpb.AdminJoinRequest{Id: n.cfg.NodeID, RaftAddr: cc.RaftAddr, ApiAddr: cc.APIAddr, Dc: n.cfg.DC}
 		if err := c.join(ctx, cc.Join, req); err != nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -24,7 +25,9 @@ type RecoveryConfig struct {
 	// sets its raft log, FSM tables and snapshots aside in
 	// <data_dir>/corrupt-<time>, has its old entry removed from the
 	// configuration, starts empty and rejoins as a nonvoter, and is
-	// promoted to voter once it caught up (see consensus.Rejoiner). Off,
+	// promoted to voter once it caught up (see consensus.Rejoiner); a
+	// REBUILDING marker in the data directory resumes the rejoin after a
+	// restart until then. Off,
 	// it refuses to start (consensus.ErrNeedsRebuild) and waits for the
 	// operator. Either way it never serves the corrupt state. A member
 	// with no other member to rebuild from (no join address and no other
@@ -34,6 +37,13 @@ type RecoveryConfig struct {
 
 // rebuildDirs are the entries of a data directory a rebuild sets aside.
 var rebuildDirs = []string{"raft", "fsm", "snapshots"}
+
+// rebuildMarker, in the data directory, says a rebuild has begun and the
+// member has not voted again yet. A member that stops in between (a
+// crash before the leader sent it anything) finds empty stores at its
+// next start; without the marker it would bootstrap a configuration of its
+// own from its static peers instead of rejoining.
+const rebuildMarker = "REBUILDING"
 
 // localState is a member's stores under its data directory.
 type localState struct {
@@ -64,6 +74,12 @@ func (l *localState) close() {
 // consensus.OpenDurableState.
 func (n *Node) openLocal(cc *ClusterConfig) (_ localState, rebuilt bool, err error) {
 	l, err := n.openStores(cc)
+	if err == nil {
+		if _, serr := os.Stat(filepath.Join(cc.DataDir, rebuildMarker)); serr == nil {
+			n.log.Warn("a rebuild from peers did not finish; rejoining again", "dir", cc.DataDir)
+			return l, true, nil
+		}
+	}
 	if err == nil || !consensus.IsCorrupt(err) {
 		return l, false, err
 	}
@@ -76,6 +92,9 @@ func (n *Node) openLocal(cc *ClusterConfig) (_ localState, rebuilt bool, err err
 	aside, serr := consensus.SetAside(vfs.Default, cc.DataDir, rebuildDirs, time.Now())
 	n.log.Error("corrupt raft log detected; member state set aside, rebuilding from peers",
 		"dir", dir, "set_aside", aside, "err", err, "set_aside_err", serr)
+	if serr == nil {
+		serr = os.WriteFile(filepath.Join(cc.DataDir, rebuildMarker), []byte(aside+"\n"), 0o644)
+	}
 	if serr != nil {
 		return l, false, fmt.Errorf("%w: %w", err, serr)
 	}
@@ -156,11 +175,14 @@ func (c *cluster) rebuilder(n *Node) (consensus.Rejoiner, error) {
 }
 
 // rejoin runs the rebuilt member's rejoin until it votes again or ctx
-// ends.
-func (c *cluster) rejoin(ctx context.Context, r consensus.Rejoiner) {
+// ends, then clears the rebuild marker of dataDir.
+func (c *cluster) rejoin(ctx context.Context, r consensus.Rejoiner, dataDir string) {
 	if err := r.Rejoin(ctx, c.cn); err != nil {
 		c.log.Warn("rebuild: rejoin ended before the member votes again", "err", err)
 		return
+	}
+	if err := os.Remove(filepath.Join(dataDir, rebuildMarker)); err != nil {
+		c.log.Warn("rebuild: clearing the marker", "err", err)
 	}
 	c.log.Info("rebuild: member rebuilt from its peers and voting again")
 }

@@ -56,6 +56,10 @@ func TestRebuildCorruptRaftLog(t *testing.T) {
 		}
 		return false
 	})
+	waitUntil(t, 5*time.Second, "the rebuild marker to be cleared", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "REBUILDING"))
+		return os.IsNotExist(err)
+	})
 	waitUntil(t, 10*time.Second, "equal state on every member", c.statesEqual)
 	if got := n.Cluster().FSM().NumSessions(); got < 20 {
 		t.Fatalf("the rebuilt member holds %d sessions, want the 20 acknowledged", got)
