@@ -77,34 +77,6 @@ func (n *Node) apiAddr(id raft.ServerID) string {
 	return n.apis[id]
 }
 
-// CaughtUp reports whether the node may serve: a leader once it passed
-// its barrier; a follower once it knows a leader and has applied every
-// entry that leader reported committed. It stays true once reached (a
-// follower that loses its leader later still answers from its applied
-// state; writes go through raft and fail or wait there), so a restarted
-// node serves nothing until it has caught up, and a running node does not
-// flap with every election.
-func (n *Node) CaughtUp() bool {
-	if n.health.full() {
-		return false // A full disk stops acknowledgements; storage.go.
-	}
-	if n.caughtUp.Load() {
-		return true
-	}
-	ok := false
-	if n.raft.State() == raft.Leader {
-		ok = n.Ready()
-	} else if _, id := n.raft.LeaderWithID(); id != "" {
-		commit := statUint(n.raft.Stats(), "commit_index")
-		ok = commit > 0 && n.raft.AppliedIndex() >= commit
-	}
-	if ok {
-		n.caughtUp.Store(true)
-		n.log.Info("caught up; serving", "index", n.fsm.AppliedIndex())
-	}
-	return ok
-}
-
 // Join adds a member; on a follower it relays the call to the leader.
 // A member of another DC is refused on every node, and the leader adds
 // no member before it has asked the new member itself who it is
@@ -215,6 +187,8 @@ func adminStatus(err error) error {
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, ErrIndeterminate):
 		return status.Error(codes.Unknown, err.Error())
+	case errors.Is(err, ErrDiskFull):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	return status.Error(codes.Internal, fmt.Sprintf("membership change: %v", err))
 }

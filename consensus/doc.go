@@ -163,6 +163,38 @@
 // OpenDurableState sets a corrupt FSM store aside and opens a fresh one,
 // rebuilt from snapshots, the log and the leader (store_open.go).
 //
+// # Rebuilding a corrupt member
+//
+// A corrupt raft log store (CheckLog: a block failing its checksum, an
+// entry that does not decode, a hole, or a log ending below the applied
+// index) is not repaired in place: the member's state is set aside
+// (SetAside) and the member rejoins empty (Rejoiner, rebuild.go). The
+// danger is the vote. The stable keys (current term, vote) live in the
+// same store, so the empty member may grant a vote in a term in which it
+// had already voted for another candidate, and two leaders could be
+// elected in that term. Rejoiner.Forget prevents it: before the empty
+// member's raft runs, the leader commits a configuration without it. A
+// vote the member grants afterwards counts only for a candidate C whose
+// latest configuration still lists it, so whose log lacks the removal
+// entry (raft applies a configuration when it appends it). C needs a
+// majority of that old configuration, and that majority shares a member
+// Y with the majority of the new configuration that committed the removal
+// (together they outnumber the new configuration). Y's log holds the
+// removal entry; C's log, lacking it, cannot be as up to date as Y's (an
+// entry of the removal's term or a later one would, by log matching and
+// leader completeness, follow the removal in C's log), so Y refuses C its
+// vote and C cannot win: the member's second vote decides nothing. The
+// member then joins as a nonvoter, receives the leader's snapshot and
+// log, and is promoted to voter only once it applied the leader's commit
+// index (CaughtUp). A corrupt member never serves: it is not caught up
+// until then.
+//
+// CheckLog cannot see everything. Pebble treats a WAL that stops being
+// readable part-way as a crash's torn tail and drops the rest; when the
+// dropped entries are all above the applied index the log looks whole,
+// and the member restarts with a shorter log (and possibly an older
+// vote): checksums cannot tell that damage from a torn write.
+//
 // # What it refuses to do
 //
 // It does not import node: Sessions has the method set of

@@ -36,6 +36,11 @@ var statusTable = []struct {
 	{ErrUnauthorized, codes.PermissionDenied},
 	{ErrNoLeader, codes.Aborted},
 	{ErrHalted, codes.DataLoss},
+	// ResourceExhausted, not Unavailable: gRPC's client produces
+	// Unavailable itself for a connection lost mid-call (indeterminate),
+	// while its own ResourceExhausted is a message over the size limit,
+	// refused before the leader proposed anything, as a full disk is.
+	{ErrDiskFull, codes.ResourceExhausted},
 	{ErrIndeterminate, codes.Unknown},
 }
 

@@ -48,10 +48,13 @@ type Node struct {
 	ownsTrans bool
 
 	ready    atomic.Bool
-	caughtUp atomic.Bool   // sticky; see CaughtUp
-	epoch    atomic.Uint64 // see LeaderEpoch
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	caughtUp atomic.Bool // sticky; see CaughtUp
+	// leaderCommit is the highest commit index a leader reported to this
+	// node since it started (catchup.go).
+	leaderCommit atomic.Uint64
+	epoch        atomic.Uint64 // see LeaderEpoch
+	stop         chan struct{}
+	wg           sync.WaitGroup
 	// closing, under propMu, stops new local proposals once Shutdown has
 	// begun, so that its barrier comes after every entry this node
 	// proposed; down is closed when raft has shut down, and releases
@@ -119,9 +122,10 @@ func New(cfg Config, deps Deps) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.watchDisk()
+	go n.watchCatchUp()
 	return n, nil
 }
 

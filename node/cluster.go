@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +60,9 @@ type ClusterConfig struct {
 	// that carries it, and a node started with join presents it. Without
 	// it (and without TLS) only loopback callers may change membership.
 	JoinTokenFile string
+	// Recovery says what the member does with corrupt local state
+	// (cluster_rebuild.go).
+	Recovery RecoveryConfig
 	// HeartbeatTimeout and ElectionTimeout are raft's (default 1 s each).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
@@ -151,6 +153,8 @@ type cluster struct {
 	creds credentials.TransportCredentials
 	// joinToken is presented by join.
 	joinToken string
+	// rebuildConns are the clients a rebuilt member rejoins through.
+	rebuildConns []*grpc.ClientConn
 }
 
 // peerSyncInterval is how often a member refreshes its directory of the
@@ -172,18 +176,17 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 		}
 	}()
 	deps := consensus.Deps{Index: c.idx, Metrics: n.metrics}
+	rebuilt := false
 	if cc.DataDir != "" {
 		// The stores report a full disk and corruption to the storage
 		// metrics; a corrupt FSM store is set aside and rebuilt.
-		obs := n.metrics.Storage
-		if c.logs, err = store.OpenLogStore(store.Options{Dir: filepath.Join(cc.DataDir, "raft"), Logger: n.log, Observer: obs}); err != nil {
+		// A corrupt raft log sets the whole member aside (rebuilt).
+		var l localState
+		if l, rebuilt, err = n.openLocal(&cc); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
 		}
-		var st *consensus.StoreState
-		if c.fsm, st, _, err = consensus.OpenDurableState(store.Options{Dir: filepath.Join(cc.DataDir, "fsm"), Logger: n.log, Observer: obs}, n.log); err != nil {
-			return nil, fmt.Errorf("data_dir: %w", err)
-		}
-		deps.LogStore, deps.StableStore, deps.State = c.logs, c.logs, st
+		c.logs, c.fsm = l.logs, l.fsm
+		deps.LogStore, deps.StableStore, deps.State, deps.Snapshots = l.logs, l.logs, l.st, l.snaps
 	}
 	creds := insecure.NewCredentials()
 	var srvOpts []grpc.ServerOption
@@ -212,6 +215,18 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 		srvOpts = append(srvOpts, grpc.Creds(credentials.NewTLS(links.apiServer)))
 	}
 	c.creds = creds
+	var rejoiner consensus.Rejoiner
+	if rebuilt {
+		// The old entry goes before raft runs on the empty stores, and the
+		// member must not bootstrap a configuration of its own.
+		if rejoiner, err = c.rebuilder(n); err != nil {
+			return nil, err
+		}
+		if err := rejoiner.Forget(ctx); err != nil {
+			return nil, err
+		}
+		cc.Bootstrap = false
+	}
 	ln, err := net.Listen("tcp", cc.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster_api_addr %s: %w", cc.APIAddr, err)
@@ -252,7 +267,9 @@ func (n *Node) startCluster(ctx context.Context) (_ *cluster, err error) {
 	c.cancel = cancel
 	c.wg.Go(func() { c.batcher.Run(bctx) })
 	c.wg.Go(func() { c.cn.SyncPeerAPIs(bctx, peerSyncInterval) })
-	if cc.Join != "" {
+	if rebuilt {
+		c.wg.Go(func() { c.rejoin(bctx, rejoiner, cc.DataDir) })
+	} else if cc.Join != "" {
 		req := &kvrpb.AdminJoinRequest{Id: n.cfg.NodeID, RaftAddr: cc.RaftAddr, ApiAddr: cc.APIAddr, Dc: n.cfg.DC}
 		if err := c.join(ctx, cc.Join, req); err != nil {
 			return nil, err
@@ -321,6 +338,9 @@ func (c *cluster) close() {
 	}
 	if c.srv != nil {
 		c.srv.Stop()
+	}
+	for _, conn := range c.rebuildConns {
+		_ = conn.Close()
 	}
 	if c.cn != nil {
 		if err := c.cn.Shutdown(); err != nil {

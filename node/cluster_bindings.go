@@ -23,8 +23,11 @@ type raftBindings struct {
 var _ dispatch.Bindings = raftBindings{}
 
 func mapSessionErr(err error) error {
-	if errors.Is(err, consensus.ErrSessionLimit) {
+	switch {
+	case errors.Is(err, consensus.ErrSessionLimit):
 		return fmt.Errorf("%w: %w", dispatch.ErrSessionLimit, err)
+	case errors.Is(err, consensus.ErrDiskFull):
+		return fmt.Errorf("%w: %w", dispatch.ErrStoreFull, err)
 	}
 	return err
 }

@@ -1,8 +1,11 @@
 package inproc
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
@@ -26,13 +31,24 @@ type member struct {
 	metrics *metrics.Metrics
 	storage *metrics.Storage
 	trans   *raft.InmemTransport
-	logs    *store.LogStore
-	fsm     *store.FSMStore
-	state   *consensus.StoreState
-	node    *consensus.Node
+	// api names the member's cluster API (bufconn), which lis serves
+	// while srv runs.
+	api   string
+	lis   atomic.Pointer[bufconn.Listener]
+	srv   *grpc.Server
+	logs  *store.LogStore
+	fsm   *store.FSMStore
+	state *consensus.StoreState
+	node  *consensus.Node
 	// live is node for the workload's goroutines, cleared before a stop.
 	live    atomic.Pointer[consensus.Node]
 	rebuilt bool // the last start set a corrupt FSM store aside
+	// memberRebuilt is set when the last start found the raft log
+	// corrupt and set the whole member aside (into aside on its disk);
+	// rejoin then brings it back (rebuild_test.go).
+	memberRebuilt bool
+	aside         string
+	rejoin        *rejoin
 }
 
 // cluster is n members over InmemTransport; cut holds the severed links.
@@ -51,9 +67,9 @@ func newCluster(t testing.TB, n int, adjust func(*consensus.Config)) *cluster {
 	c := &cluster{t: t, cut: map[[2]int]bool{}, adjust: adjust, log: testLogger(t)}
 	for i := range n {
 		m := &member{id: fmt.Sprintf("n%d", i), addr: raft.ServerAddress(fmt.Sprintf("raft-%d", i)),
-			disk: newDisk(), dataDir: t.TempDir()}
+			disk: newDisk(), dataDir: t.TempDir(), api: fmt.Sprintf("api-%d", i)}
 		c.members = append(c.members, m)
-		c.peers = append(c.peers, consensus.Peer{ID: m.id, RaftAddr: string(m.addr), APIAddr: "none"})
+		c.peers = append(c.peers, consensus.Peer{ID: m.id, RaftAddr: string(m.addr), APIAddr: "passthrough:///" + m.api})
 	}
 	for i := range c.members {
 		c.start(i)
@@ -78,12 +94,48 @@ func (c *cluster) config(id string) consensus.Config {
 		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 		ApplyTimeout: 500 * time.Millisecond, BarrierTimeout: 500 * time.Millisecond,
 		ExpiryInterval: time.Hour, SnapshotThreshold: 1 << 30, TrailingLogs: 10240,
-		Logger: c.log,
+		Logger: c.log, DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.dial)},
+		Auth: consensus.Auth{JoinToken: joinToken},
 	}
 	if c.adjust != nil {
 		c.adjust(&cfg)
 	}
 	return cfg
+}
+
+// joinToken is the members' operator credential for membership changes.
+const joinToken = "chaos-join-token"
+
+// dial connects to a running member's cluster API by its name.
+func (c *cluster) dial(ctx context.Context, addr string) (net.Conn, error) {
+	for _, m := range c.members {
+		if m.api != addr {
+			continue
+		}
+		if l := m.lis.Load(); l != nil {
+			return l.DialContext(ctx)
+		}
+	}
+	return nil, errors.New("chaos: " + addr + " is down")
+}
+
+// serveAPI starts member m's cluster API (status, join, leave).
+func (c *cluster) serveAPI(m *member) {
+	lis := bufconn.Listen(1 << 20)
+	m.srv = grpc.NewServer(m.node.ServerOptions()...)
+	m.node.RegisterAdmin(m.srv)
+	srv := m.srv
+	go func() { _ = srv.Serve(lis) }()
+	m.lis.Store(lis)
+}
+
+// stopAPI stops member m's cluster API.
+func (m *member) stopAPI() {
+	if m.srv != nil {
+		m.lis.Store(nil)
+		m.srv.Stop()
+		m.srv = nil
+	}
 }
 
 // start opens member i's stores and starts its node; it fails the test
@@ -104,29 +156,34 @@ func (c *cluster) tryStart(i int) error {
 	opts := func(dir string) store.Options {
 		return store.Options{Dir: dir, FS: m.disk.fs(), Logger: c.log, MinFreeBytes: minFree, Observer: m.storage}
 	}
-	var err error
-	if m.logs, err = store.OpenLogStore(opts("raft")); err != nil {
+	snaps, err := c.openLocal(m, opts)
+	if err != nil {
 		return err
 	}
-	if m.fsm, m.state, m.rebuilt, err = consensus.OpenDurableState(opts("fsm"), c.log); err != nil {
-		return c.abort(m, err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(m.dataDir, 2, hclog.NewNullLogger())
-	if err != nil {
-		return c.abort(m, err)
+	cfg := c.config(m.id)
+	cfg.DataDir, cfg.APIAddr = m.dataDir, "passthrough:///"+m.api
+	if m.memberRebuilt {
+		if err := c.forget(m); err != nil {
+			m.stopRejoin()
+			return c.abort(m, err)
+		}
+		cfg.Bootstrap = false // An empty member must not configure a cluster of its own.
 	}
 	_, m.trans = raft.NewInmemTransport(m.addr)
-	cfg := c.config(m.id)
-	cfg.DataDir = m.dataDir
 	m.node, err = consensus.New(cfg, consensus.Deps{Transport: m.trans, LogStore: m.logs, StableStore: m.logs,
 		Snapshots: snaps, State: m.state, Metrics: m.metrics})
 	if err != nil {
+		m.stopRejoin()
 		_ = m.trans.Close()
 		m.trans = nil
 		return c.abort(m, err)
 	}
+	c.serveAPI(m)
 	m.live.Store(m.node)
 	c.connect()
+	if m.rejoin != nil {
+		m.startRejoin()
+	}
 	return nil
 }
 
@@ -138,7 +195,9 @@ func (c *cluster) abort(m *member, err error) error {
 	if m.fsm != nil {
 		_ = m.fsm.Close()
 	}
-	_ = m.logs.Close()
+	if m.logs != nil {
+		_ = m.logs.Close()
+	}
 	m.logs, m.fsm, m.state = nil, nil, nil
 	return err
 }
@@ -154,6 +213,8 @@ func (c *cluster) stop(i int) {
 		return
 	}
 	m.live.Store(nil)
+	m.stopRejoin()
+	m.stopAPI()
 	_ = m.node.Shutdown()
 	_ = m.trans.Close()
 	m.state.Close()
@@ -168,6 +229,8 @@ func (c *cluster) close() {
 	for _, m := range c.members {
 		if m.node != nil {
 			m.live.Store(nil)
+			m.stopRejoin()
+			m.stopAPI()
 			_ = m.node.Shutdown()
 		}
 	}

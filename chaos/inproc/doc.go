@@ -3,6 +3,9 @@
 // members keep their raft log and FSM tables in real Pebble stores on
 // in-memory file systems (vfs.MemFS, crashable, wrapped by errorfs), and
 // their snapshots in raft's file snapshot store in a temporary directory.
+// Each member serves its cluster API (status, join, leave) over gRPC on an
+// in-memory listener (bufconn), which a follower asks for the leader's
+// commit index and a rebuilt member rejoins through.
 // It runs the storage and snapshot scenarios of the reliability plan,
 // each test named after its row:
 //
@@ -11,6 +14,7 @@
 //	TestS13PowerLossMinority                        crash image without unsynced writes, pause-kill
 //	TestS14CorruptedSnapshot                        bit flip in the newest snapshot, follower then leader
 //	TestS15CorruptedStoreMinority                   bit flip in an FSM table file of one member
+//	TestS15CorruptedRaftLogMinority                 bit flips in one member's raft WAL: rebuilt from its peers
 //	TestS16SnapshotInstallUnderLoad                 a follower cut off until it needs a snapshot
 //
 // The multi-process scenarios (real processes, NATS, disks) live in

@@ -1,7 +1,6 @@
 package inproc
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -22,16 +21,6 @@ func TestS14CorruptedSnapshot(t *testing.T) {
 }
 
 func testS14Follower(t *testing.T) {
-	if os.Getenv("KVR_CHAOS_SECONDS") == "" {
-		// Known bug, pinned here: a follower that restarts from an older
-		// snapshot may report itself caught up before the leader has sent
-		// it the entries past the end of its own log (raft caps a
-		// follower's commit index at its last log index, and CaughtUp
-		// compares the applied index with that). It fails intermittently, so
-		// it runs under `make chaos` only
-		// until CaughtUp asks the leader for its commit index.
-		t.Skip("S14 follower: known intermittent caught-up-too-early bug; runs under make chaos")
-	}
 	sd := seed(t)
 	start := time.Now()
 	rep := newReport(t, "S14CorruptedSnapshotFollower", sd)

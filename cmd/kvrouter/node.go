@@ -96,6 +96,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.registerDeploy(fs)
 	f.registerUpgrade(fs)
 	f.registerBodies(fs)
+	f.registerRecovery(fs)
 }
 
 // resolve folds the flag values that need conversion into the config.

@@ -26,6 +26,7 @@ func catalogue(t *testing.T) *metrics.Metrics {
 	metrics.NewBodies(m.Registerer(), nil)
 	m.QueueMetrics()
 	m.Decisions()
+	metrics.NewRebuilds(m.Registerer())
 	if err := m.Prime(); err != nil {
 		t.Fatal(err)
 	}

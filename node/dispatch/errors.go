@@ -16,6 +16,12 @@ var (
 	// ErrStore wraps an unexpected failure of the session store (Bindings)
 	// on the request path; Route returns it only when the store fails.
 	ErrStore = errors.New("dispatch: session store failure")
+	// ErrStoreFull: the replicated session store refuses writes because a
+	// member's disk is below its free-space reserve (503 with
+	// Retry-After). Nothing was written; the write succeeds once space
+	// returns or a member with room leads. A session store returns it
+	// wrapped, and Route keeps it in the chain under ErrStore.
+	ErrStoreFull = errors.New("dispatch: the router's store is out of disk space")
 )
 
 // policyErrors is the one table that maps the policy package's failure

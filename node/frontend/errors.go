@@ -38,6 +38,7 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(dispatch.ErrSessionLimit, http.StatusTooManyRequests, "rate_limit_error", "session_limit"),
 		oaiedge.Entry(dispatch.ErrOverloaded, overloadStatus, server, "overloaded"),
 		oaiedge.Entry(dispatch.ErrNoEngine, http.StatusServiceUnavailable, server, "no_engine"),
+		oaiedge.Entry(dispatch.ErrStoreFull, http.StatusServiceUnavailable, server, "store_full"),
 		oaiedge.Entry(ErrUpstream, http.StatusBadGateway, server, "upstream_error"),
 		oaiedge.Entry(ErrShuttingDown, http.StatusServiceUnavailable, server, "shutting_down"),
 		oaiedge.Entry(ErrAdminDisabled, http.StatusForbidden, invalid, "admin_api_disabled"),

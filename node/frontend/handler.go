@@ -179,7 +179,7 @@ func (x *exchange) fail(err error) {
 	c := x.s.errs.Classify(err)
 	x.status = c.Status
 	x.span.RecordError(err)
-	if c.Status != StatusClientClosed && !writeOverload(x.w, err, c) {
+	if c.Status != StatusClientClosed && !writeOverload(x.w, err, c) && !writeStoreFull(x.w, err, c) {
 		oaiedge.WriteJSON(x.w, c.Status, oaiedge.ErrorJSON(err, c))
 	}
 }

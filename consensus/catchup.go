@@ -1,0 +1,117 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// CaughtUp reports whether the node may serve: a leader once it passed
+// its barrier; a follower once it knows a leader, that leader told it
+// its commit index (watchCatchUp) and the follower applied every entry
+// up to it. It stays true once reached (a follower that loses its leader
+// later still answers from its applied state; writes go through raft and
+// fail or wait there), so a restarted node serves nothing until it has
+// caught up, and a running node does not flap with every election.
+//
+// The follower's own commit index is not enough: raft caps it at the
+// follower's last log index, so a follower restarted from an older
+// snapshot would see its commit index reached, and report itself caught
+// up, while the leader had not yet sent it the entries past its own log.
+// The leader's commit index, asked after this node started, covers every
+// write acknowledged before it started.
+func (n *Node) CaughtUp() bool {
+	if n.health.full() {
+		return false // A full disk stops acknowledgements; storage.go.
+	}
+	if n.caughtUp.Load() {
+		return true
+	}
+	ok := false
+	if n.raft.State() == raft.Leader {
+		ok = n.Ready()
+	} else if _, id := n.raft.LeaderWithID(); id != "" {
+		commit := max(statUint(n.raft.Stats(), "commit_index"), n.leaderCommit.Load())
+		ok = n.leaderCommit.Load() > 0 && n.raft.AppliedIndex() >= commit
+	}
+	if ok && n.caughtUp.CompareAndSwap(false, true) {
+		n.log.Info("caught up; serving", "index", n.fsm.AppliedIndex(), "leader_commit", n.leaderCommit.Load())
+	}
+	return ok
+}
+
+// catchUpPoll is how often a node that has not caught up asks its leader
+// for the leader's commit index: a few times per heartbeat timeout, so
+// that a restarted follower turns ready soon after it applied the
+// leader's entries, and at most every 100 ms.
+func (n *Node) catchUpPoll() time.Duration {
+	return min(n.cfg.HeartbeatTimeout/4, 100*time.Millisecond)
+}
+
+// watchCatchUp asks the leader for its commit index until the node has
+// caught up (CaughtUp), then ends; it stops with the node.
+func (n *Node) watchCatchUp() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.catchUpPoll())
+	defer t.Stop()
+	for !n.CaughtUp() {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.raft.State() == raft.Leader {
+			continue
+		}
+		if _, id := n.raft.LeaderWithID(); id != "" {
+			n.learnLeaderCommit(id)
+		}
+	}
+}
+
+// learnLeaderCommit asks member id for its commit index over the cluster
+// API and records it if id still leads. Errors are logged at debug: the
+// next poll retries, and until one succeeds the node does not serve.
+func (n *Node) learnLeaderCommit(id raft.ServerID) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HeartbeatTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	commit, err := n.askCommit(ctx, id)
+	if err != nil {
+		n.log.Debug("asking the leader for its commit index", "leader", id, "err", err)
+		return
+	}
+	for {
+		cur := n.leaderCommit.Load()
+		if commit <= cur || n.leaderCommit.CompareAndSwap(cur, commit) {
+			return
+		}
+	}
+}
+
+// askCommit returns member id's commit index when it answers as the
+// leader.
+func (n *Node) askCommit(ctx context.Context, id raft.ServerID) (uint64, error) {
+	cc, err := n.conn(id)
+	if err != nil {
+		return 0, err
+	}
+	st, err := kvrpb.NewClusterAdminClient(cc).Status(ctx, &kvrpb.AdminStatusRequest{})
+	if err != nil {
+		return 0, err
+	}
+	if st.GetState() != raft.Leader.String() {
+		return 0, fmt.Errorf("%w: %s answers as %s", ErrNoLeader, id, st.GetState())
+	}
+	return st.GetCommitIndex(), nil
+}
