@@ -61,7 +61,8 @@ type ClusterConfig struct {
 	// that carries it, and a node started with join presents it. Without
 	// it (and without TLS) only loopback callers may change membership.
 	JoinTokenFile string
-	// HeartbeatTimeout and ElectionTimeout are raft's (default 1 s each).
+	// HeartbeatTimeout and ElectionTimeout are raft's (default 500 ms
+	// each, consensus.DefaultHeartbeatTimeout).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
 }
