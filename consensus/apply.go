@@ -68,7 +68,9 @@ func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (fun
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadCommand, s.name, err)
 	}
 	if s.needsReady && !n.ready.Load() {
-		return nil, ErrNotReady
+		if err := n.awaitReady(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s.stamp(m, n.cfg.Now().UnixNano())
 	data, err := encodeTyped(t, m)
@@ -76,6 +78,35 @@ func (n *Node) proposeMessage(ctx context.Context, t Type, m proto.Message) (fun
 		return nil, err
 	}
 	return n.proposeEncoded(ctx, s.name, data)
+}
+
+// awaitReady waits until the node, which leads, has passed its barrier,
+// for at most HeartbeatTimeout; ErrNotReady when it does not, or stops
+// leading. A follower learns of a new leader from its first append,
+// before the barrier's entry committed, and forwards its pending writes
+// at once (leaderchange.go); refusing them would send each back into its
+// backoff for the few milliseconds the barrier takes.
+func (n *Node) awaitReady(ctx context.Context) error {
+	t := time.NewTimer(n.cfg.HeartbeatTimeout)
+	defer t.Stop()
+	for {
+		changed := n.leaderChange.changed()
+		if n.ready.Load() {
+			return nil
+		}
+		if !n.IsLeader() {
+			return ErrNotReady
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ErrNotReady
+		case <-t.C:
+			return ErrNotReady
+		case <-n.stop:
+			return ErrNotReady
+		}
+	}
 }
 
 // proposeEncoded enqueues an encoded, validated entry on the leader and
@@ -210,10 +241,14 @@ func Retryable(err error) bool {
 // ApplyRetry is Apply retried with backoff while the error is Retryable
 // and ctx lasts. The command must carry a request id (or be idempotent by
 // nature, like keep-alives), since an indeterminate attempt may have
-// committed.
+// committed. A change of leader ends the backoff at once and resets it:
+// the attempt that failed for want of a leader, or on the old one, is
+// sent to the new one as soon as this node knows it.
 func (n *Node) ApplyRetry(ctx context.Context, m proto.Message) (*kvrpb.RaftResult, error) {
-	backoff := n.cfg.HeartbeatTimeout / 4
+	first := n.cfg.HeartbeatTimeout / 4
+	backoff := first
 	for {
+		changed := n.leaderChange.changed()
 		r, err := n.Apply(ctx, m)
 		if err == nil || !Retryable(err) {
 			return r, err
@@ -223,6 +258,10 @@ func (n *Node) ApplyRetry(ctx context.Context, m proto.Message) (*kvrpb.RaftResu
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-changed:
+			t.Stop()
+			backoff = first
+			continue
 		case <-t.C:
 		}
 		backoff = min(2*backoff, n.cfg.ElectionTimeout)

@@ -83,3 +83,31 @@ func TestCommitTimeoutDefault(t *testing.T) {
 		t.Fatalf("explicit commit timeout replaced by %v", c.CommitTimeout)
 	}
 }
+
+// TestRaftTimingDefaults: the heartbeat and election timeouts default to
+// 500 ms; the lease defaults to 500 ms but never above the heartbeat
+// timeout, so that a shorter heartbeat timeout alone is a valid config.
+func TestRaftTimingDefaults(t *testing.T) {
+	tests := []struct {
+		name                         string
+		heartbeat                    time.Duration
+		wantHB, wantElect, wantLease time.Duration
+	}{
+		{"all defaults", 0, 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"shorter heartbeat", 200 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond},
+		{"longer heartbeat", 2 * time.Second, 2 * time.Second, 500 * time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{NodeID: "n1", HeartbeatTimeout: tt.heartbeat}
+			c.EnsureDefaults()
+			if c.HeartbeatTimeout != tt.wantHB || c.ElectionTimeout != tt.wantElect || c.LeaderLeaseTimeout != tt.wantLease {
+				t.Fatalf("heartbeat %v election %v lease %v, want %v %v %v", c.HeartbeatTimeout, c.ElectionTimeout,
+					c.LeaderLeaseTimeout, tt.wantHB, tt.wantElect, tt.wantLease)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -89,6 +89,16 @@
 //     every node.
 //   - A new leader serves binds only after a raft barrier; Node.Ready is
 //     set after it and reset when leadership is lost (raft.LeaderCh).
+//   - A leader loss costs its detection, the election and the barrier:
+//     HeartbeatTimeout and ElectionTimeout default to 500 ms, half of
+//     raft's LAN values (config.go says why), for a DC-local group. Writes
+//     move to the new leader as soon as the node knows it
+//     (leaderchange.go): a forward pending on a leader that stopped being
+//     this node's is cancelled (indeterminate, so ApplyRetry resends it
+//     with its request id) instead of running out its ApplyTimeout +
+//     HeartbeatTimeout bound, ApplyRetry's backoff ends at a leader change,
+//     and a new leader holds the writes that reach it before its barrier
+//     (up to HeartbeatTimeout) instead of refusing them with ErrNotReady.
 //
 // # Membership and administration
 //

@@ -93,8 +93,20 @@ func (s *forwardServer) Apply(ctx context.Context, req *kvrpb.RaftApplyRequest) 
 	return &kvrpb.RaftApplyResponse{Result: out}, nil
 }
 
+// errLeaderReplaced cancels a forward whose target stopped being the
+// leader this node knows.
+var errLeaderReplaced = errors.New("leader replaced while forwarding")
+
 // forward sends an encoded command to the leader's forwarding service.
+// The call is bounded by ApplyTimeout+HeartbeatTimeout, and cancelled
+// sooner when this node's view of the leader moves off its target (a new
+// leader, or none after the heartbeat timeout): a leader that was killed,
+// paused or cut off answers nothing, and a forward pending on it would
+// otherwise hold the write for the whole bound after a new leader is
+// serving. The cancelled call is indeterminate (the old leader may have
+// committed it), so ApplyRetry sends it again with the same request id.
 func (n *Node) forward(ctx context.Context, data []byte) (*kvrpb.RaftResult, error) {
+	changed := n.leaderChange.changed()
 	_, id := n.raft.LeaderWithID()
 	if id == "" {
 		return nil, ErrNoLeader
@@ -106,8 +118,14 @@ func (n *Node) forward(ctx context.Context, data []byte) (*kvrpb.RaftResult, err
 	ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, n.cfg.NodeID)
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout+n.cfg.HeartbeatTimeout)
 	defer cancel()
+	ctx, cancelReplaced := context.WithCancelCause(ctx)
+	defer cancelReplaced(nil)
+	go n.cancelOnLeaderChange(ctx, changed, id, cancelReplaced)
 	resp, err := kvrpb.NewRaftForwardClient(cc).Apply(ctx, &kvrpb.RaftApplyRequest{Command: data})
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errLeaderReplaced) {
+			return nil, fmt.Errorf("%w: %w: %s", ErrIndeterminate, errLeaderReplaced, id)
+		}
 		return nil, fromStatus(err)
 	}
 	res := &kvrpb.RaftResult{}
@@ -115,6 +133,23 @@ func (n *Node) forward(ctx context.Context, data []byte) (*kvrpb.RaftResult, err
 		return nil, fmt.Errorf("%w: leader's result: %w", ErrIndeterminate, err)
 	}
 	return res, nil
+}
+
+// cancelOnLeaderChange cancels a forward to target once the node's leader
+// is no longer target, until ctx ends.
+func (n *Node) cancelOnLeaderChange(ctx context.Context, changed <-chan struct{}, target raft.ServerID, cancel context.CancelCauseFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		changed = n.leaderChange.changed()
+		if _, id := n.raft.LeaderWithID(); id != target {
+			cancel(errLeaderReplaced)
+			return
+		}
+	}
 }
 
 // conn returns a cached client connection to a server's forwarding

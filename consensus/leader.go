@@ -20,6 +20,7 @@ func (n *Node) leaderLoop(ctx context.Context) {
 	failpoint.Inject(failpoint.LeaderAfterBarrierBeforeReady)
 	n.epoch.Add(1)
 	n.ready.Store(true)
+	n.leaderChange.fire() // writes waiting for readiness (awaitReady)
 	term := n.raft.Stats()["term"]
 	n.log.Info("leader ready", "term", term, "index", n.fsm.AppliedIndex())
 	t := time.NewTicker(n.cfg.ExpiryInterval)

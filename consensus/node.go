@@ -67,6 +67,9 @@ type Node struct {
 	sec *metrics.Security
 	// health watches the stores for a full disk (storage.go).
 	health storageHealth
+	// leaderChange fires when the node's view of the leader changes
+	// (leaderchange.go).
+	leaderChange *leaderSignal
 
 	mu     sync.Mutex
 	apis   map[raft.ServerID]string
@@ -86,7 +89,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		return nil, configError("data_dir: a persistent node needs a log store and a stable store")
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), stop: make(chan struct{}), down: make(chan struct{}),
-		apis: map[raft.ServerID]string{}, conns: map[string]*grpc.ClientConn{}}
+		leaderChange: newLeaderSignal(), apis: map[raft.ServerID]string{}, conns: map[string]*grpc.ClientConn{}}
 	for _, p := range cfg.Peers {
 		n.apis[raft.ServerID(p.ID)] = p.APIAddr
 	}
@@ -122,10 +125,11 @@ func New(cfg Config, deps Deps) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchLeadership()
 	go n.watchDisk()
 	go n.watchCatchUp()
+	go n.watchLeaderChanges()
 	return n, nil
 }
 

@@ -63,7 +63,8 @@ type ClusterConfig struct {
 	// Recovery says what the member does with corrupt local state
 	// (cluster_rebuild.go).
 	Recovery RecoveryConfig
-	// HeartbeatTimeout and ElectionTimeout are raft's (default 1 s each).
+	// HeartbeatTimeout and ElectionTimeout are raft's (default 500 ms
+	// each, consensus.DefaultHeartbeatTimeout).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
 }
