@@ -2,7 +2,9 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,16 +42,23 @@ func TestForwardMovesOffAReplacedLeader(t *testing.T) {
 	kvrpb.RegisterRaftForwardServer(srv, stalled)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	var c *testCluster // read by the dialer only after newClusterWith returned
-	c = newClusterWith(t, 3, func(cfg *Config) {
+	// The dialer may run while newClusterWith is still starting the
+	// members, before c is set: it reads the cluster through cp.
+	var cp atomic.Pointer[testCluster]
+	c := newClusterWith(t, 3, func(cfg *Config) {
 		cfg.ApplyTimeout = time.Minute
 		cfg.DialOptions = append(cfg.DialOptions, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			if addr == "stalled" {
 				return lis.DialContext(ctx)
 			}
+			c := cp.Load()
+			if c == nil {
+				return nil, errors.New("cluster still starting")
+			}
 			return c.lis[addr].DialContext(ctx)
 		}))
 	})
+	cp.Store(c)
 	l := c.leader()
 	f := c.follower(l)
 	c.nodes[f].SetPeerAPI(c.nodes[l].ID(), "passthrough:///stalled")
@@ -76,7 +85,16 @@ func TestForwardMovesOffAReplacedLeader(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("write pending on the replaced leader: %v, want it applied by the new one", err)
 	}
-	if _, ok := c.nodes[f].FSM().Session("moved"); !ok {
-		t.Fatal("the follower does not hold the binding it wrote")
+	// The write is acknowledged once committed; the follower applies it
+	// at its next append.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := c.nodes[f].FSM().Session("moved"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower does not hold the binding it wrote")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
