@@ -77,15 +77,8 @@ func (n *Node) watchCatchUp() {
 // API and records it if id still leads. Errors are logged at debug: the
 // next poll retries, and until one succeeds the node does not serve.
 func (n *Node) learnLeaderCommit(id raft.ServerID) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HeartbeatTimeout)
+	ctx, cancel := n.untilStop(n.cfg.HeartbeatTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	commit, err := n.askCommit(ctx, id)
 	if err != nil {
 		n.log.Debug("asking the leader for its commit index", "leader", id, "err", err)

@@ -91,15 +91,8 @@ func (n *Node) watchDisk() {
 
 // moveLeadership transfers the leadership off a leader with a full disk.
 func (n *Node) moveLeadership() {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ElectionTimeout*3)
+	ctx, cancel := n.untilStop(n.cfg.ElectionTimeout * 3)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	id, err := n.TransferLeadership(ctx)
 	n.log.Warn("disk full: handing the leadership over", "to", id, "err", err)
 }
@@ -107,3 +100,17 @@ func (n *Node) moveLeadership() {
 // DiskFull reports whether the state's store found its disk full at its
 // last commit.
 func (s *StoreState) DiskFull() bool { return s.s.DiskFull() }
+
+// untilStop returns a context that ends after d or when the node shuts
+// down, whichever comes first, for the node's own background calls.
+func (n *Node) untilStop(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
