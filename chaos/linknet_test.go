@@ -205,19 +205,39 @@ type linkProxy struct {
 
 // linkConn is one proxied connection: from is the dialling member.
 type linkConn struct {
-	from      string
-	down, up  net.Conn
-	tainted   atomic.Bool
-	closeOnce sync.Once
+	from    string
+	down    net.Conn
+	tainted atomic.Bool
+
+	mu     sync.Mutex
+	up     net.Conn
+	closed bool
 }
 
+// close closes both ends. A close that comes while the upstream is still
+// being dialled marks the pair closed, so attach refuses the new
+// connection instead of leaving it open with nobody to close it (which
+// kept the proxy's close waiting on a pipe forever).
 func (c *linkConn) close() {
-	c.closeOnce.Do(func() {
-		_ = c.down.Close()
-		if c.up != nil {
-			_ = c.up.Close()
-		}
-	})
+	c.mu.Lock()
+	c.closed = true
+	up := c.up
+	c.mu.Unlock()
+	_ = c.down.Close()
+	if up != nil {
+		_ = up.Close()
+	}
+}
+
+// attach sets the upstream end, unless the pair was closed meanwhile.
+func (c *linkConn) attach(up net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.up = up
+	return true
 }
 
 func (p *linkProxy) addr() string { return p.ln.Addr().String() }
@@ -247,9 +267,10 @@ func (p *linkProxy) serve(down net.Conn) {
 	if err != nil {
 		return
 	}
-	p.mu.Lock()
-	lc.up = up
-	p.mu.Unlock()
+	if !lc.attach(up) {
+		_ = up.Close()
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pipe(lc, up, down) })
 	wg.Go(func() { p.pipe(lc, down, up) })
