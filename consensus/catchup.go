@@ -23,7 +23,10 @@ import (
 // snapshot would see its commit index reached, and report itself caught
 // up, while the leader had not yet sent it the entries past its own log.
 // The leader's commit index, asked after this node started, covers every
-// write acknowledged before it started.
+// write acknowledged before it started. It is asked once and kept as a
+// fixed target: under a steady write load a target that moved with every
+// poll (or the follower's own commit index) stays a few entries ahead of
+// the applied index forever, and the member never turned ready.
 func (n *Node) CaughtUp() bool {
 	if n.health.full() {
 		return false // A full disk stops acknowledgements; storage.go.
@@ -35,8 +38,8 @@ func (n *Node) CaughtUp() bool {
 	if n.raft.State() == raft.Leader {
 		ok = n.Ready()
 	} else if _, id := n.raft.LeaderWithID(); id != "" {
-		commit := max(statUint(n.raft.Stats(), "commit_index"), n.leaderCommit.Load())
-		ok = n.leaderCommit.Load() > 0 && n.raft.AppliedIndex() >= commit
+		target := n.leaderCommit.Load()
+		ok = target > 0 && n.raft.AppliedIndex() >= target
 	}
 	if ok && n.caughtUp.CompareAndSwap(false, true) {
 		n.log.Info("caught up; serving", "index", n.fsm.AppliedIndex(), "leader_commit", n.leaderCommit.Load())
@@ -77,19 +80,19 @@ func (n *Node) watchCatchUp() {
 // API and records it if id still leads. Errors are logged at debug: the
 // next poll retries, and until one succeeds the node does not serve.
 func (n *Node) learnLeaderCommit(id raft.ServerID) {
-	ctx, cancel := n.untilStop(n.cfg.HeartbeatTimeout)
+	// Status hashes the leader's whole state, which under load on a large
+	// FSM takes longer than a heartbeat timeout; a bound that short never
+	// let a busy leader answer.
+	ctx, cancel := n.untilStop(max(4*n.cfg.HeartbeatTimeout, 2*time.Second))
 	defer cancel()
 	commit, err := n.askCommit(ctx, id)
 	if err != nil {
 		n.log.Debug("asking the leader for its commit index", "leader", id, "err", err)
 		return
 	}
-	for {
-		cur := n.leaderCommit.Load()
-		if commit <= cur || n.leaderCommit.CompareAndSwap(cur, commit) {
-			return
-		}
-	}
+	// The first answer is the target (see CaughtUp); later ones change
+	// nothing.
+	n.leaderCommit.CompareAndSwap(0, commit)
 }
 
 // askCommit returns member id's commit index when it answers as the

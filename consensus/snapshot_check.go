@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/zeebo/xxh3"
+
+	"github.com/kvrouter/kvrouter/store"
 )
 
 // A corrupt snapshot is detected by checksum in two places: raft's file
@@ -67,6 +69,33 @@ func isChecksumError(err error) bool {
 // corrupt ones, and checks that the log reaches back to the newest intact
 // one when any was set aside.
 func (n *Node) checkSnapshots(snaps raft.SnapshotStore, logs raft.LogStore) error {
+	return walkSnapshots(snaps, logs, func(id string, err error) error {
+		if qerr := n.snapshotCorrupt(id, err, false); qerr != nil {
+			return fmt.Errorf("%w: snapshot %s: %w", ErrBadSnapshot, id, errors.Join(err, qerr))
+		}
+		return nil
+	})
+}
+
+// CheckSnapshotChain reports, before raft runs, whether the member's
+// newest intact snapshot and its raft log still join up: when the newest
+// snapshots fail their checksums and the log was compacted past the
+// newest intact one, New would refuse to start (ErrNeedsRebuild), and
+// the member must be rebuilt from its peers. The error then also
+// satisfies IsCorrupt. It sets nothing aside: New does that for a
+// corrupt snapshot the log can still cover.
+func CheckSnapshotChain(snaps raft.SnapshotStore, logs raft.LogStore) error {
+	err := walkSnapshots(snaps, logs, func(string, error) error { return nil })
+	if errors.Is(err, ErrNeedsRebuild) {
+		return fmt.Errorf("%w (%w)", err, store.ErrCorrupt)
+	}
+	return err
+}
+
+// walkSnapshots verifies the snapshots newest first, calling corrupt for
+// each one that fails until one is intact, and, when any failed, checks
+// that the log reaches back to the newest intact one.
+func walkSnapshots(snaps raft.SnapshotStore, logs raft.LogStore, corrupt func(id string, err error) error) error {
 	metas, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("consensus: listing snapshots: %w", err)
@@ -79,8 +108,8 @@ func (n *Node) checkSnapshots(snaps raft.SnapshotStore, logs raft.LogStore) erro
 			intact = m.Index
 			break
 		}
-		if qerr := n.snapshotCorrupt(m.ID, err, false); qerr != nil {
-			return fmt.Errorf("%w: snapshot %s: %w", ErrBadSnapshot, m.ID, errors.Join(err, qerr))
+		if err := corrupt(m.ID, err); err != nil {
+			return err
 		}
 		setAside = true
 	}

@@ -67,7 +67,8 @@ func (l *localState) close() {
 }
 
 // openLocal opens the member's stores and checks its raft log
-// (consensus.CheckLog). A corrupt log is reported and, when a rebuild is
+// (consensus.CheckLog) and that its snapshots and log join up
+// (consensus.CheckSnapshotChain). A corrupt log is reported and, when a rebuild is
 // allowed, the member's state is set aside and fresh stores opened;
 // rebuilt is then true and the member must rejoin (rebuilder). A corrupt
 // FSM store alone is set aside and rebuilt from the log by
@@ -85,12 +86,12 @@ func (n *Node) openLocal(cc *ClusterConfig) (_ localState, rebuilt bool, err err
 	}
 	dir := filepath.Join(cc.DataDir, "raft")
 	if !cc.Recovery.RebuildOnCorruption || len(n.rebuildSources()) == 0 {
-		n.log.Error("corrupt raft log detected; not starting", "dir", dir, "err", err,
+		n.log.Error("corrupt raft log or snapshots detected; not starting", "dir", dir, "err", err,
 			"rebuild_on_corruption", cc.Recovery.RebuildOnCorruption)
 		return l, false, fmt.Errorf("%w: raft log store in %s: %w", consensus.ErrNeedsRebuild, dir, err)
 	}
 	aside, serr := consensus.SetAside(vfs.Default, cc.DataDir, rebuildDirs, time.Now())
-	n.log.Error("corrupt raft log detected; member state set aside, rebuilding from peers",
+	n.log.Error("corrupt raft log or snapshots detected; member state set aside, rebuilding from peers",
 		"dir", dir, "set_aside", aside, "err", err, "set_aside_err", serr)
 	if serr == nil {
 		serr = os.WriteFile(filepath.Join(cc.DataDir, rebuildMarker), []byte(aside+"\n"), 0o644)
@@ -136,6 +137,11 @@ func (n *Node) openStores(cc *ClusterConfig) (l localState, err error) {
 	}
 	if err = consensus.CheckLog(l.logs, l.logs, snap, l.st.Applied()); err != nil && consensus.IsCorrupt(err) {
 		obs.Corruption("raft", "log")
+	}
+	if err == nil {
+		// Corrupt newest snapshots with the log compacted past the newest
+		// intact one leave nothing to resume from: rebuild too.
+		err = consensus.CheckSnapshotChain(l.snaps, l.logs)
 	}
 	return l, err
 }

@@ -65,6 +65,9 @@ func (c *cluster) openStores(m *member, opts func(string) store.Options) (raft.S
 	if err == nil {
 		err = consensus.CheckLog(m.logs, m.logs, idx, m.state.Applied())
 	}
+	if err == nil {
+		err = consensus.CheckSnapshotChain(snaps, m.logs)
+	}
 	if err != nil {
 		return nil, c.abort(m, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvrouter/kvrouter/consensus"
@@ -47,12 +48,23 @@ func testS14Follower(t *testing.T) {
 	}
 	c.start(f)
 	m := c.members[f]
-	rep.Figures["detected"] = m.node.Corruptions()
-	rep.Figures["corruption_metric"] = testutil.ToFloat64(m.storage.Corruptions.WithLabelValues("snapshot", "snapshot"))
-	if m.node.Corruptions() != 1 {
-		t.Fatalf("corrupt snapshots detected: %d, want 1", m.node.Corruptions())
+	// Either the log still reaches back to the older snapshot and the
+	// member resumes from it, setting the corrupt one aside, or the log
+	// was compacted past it (a longer load) and the member is rebuilt
+	// from its peers (CheckSnapshotChain).
+	if m.memberRebuilt {
+		rep.Figures["rebuilt_from_peers"] = 1
+	} else {
+		rep.Figures["detected"] = m.node.Corruptions()
+		rep.Figures["corruption_metric"] = testutil.ToFloat64(m.storage.Corruptions.WithLabelValues("snapshot", "snapshot"))
+		if m.node.Corruptions() != 1 {
+			t.Fatalf("corrupt snapshots detected: %d, want 1", m.node.Corruptions())
+		}
 	}
 	rep.Figures["served_before_restored"] = servedBeforeRestored(t, m.node, acked)
+	if m.memberRebuilt {
+		waitFor(t, 20*time.Second, "the rebuilt member to vote again", func() bool { return c.suffrage(m.id) == raft.Voter })
+	}
 	rep.Figures["time_to_healthy_ms"] = ms(time.Since(fault))
 	time.Sleep(phase(t, 200*time.Millisecond))
 	w.stopLoad()
@@ -67,7 +79,9 @@ func testS14Follower(t *testing.T) {
 // scenario requires 0).
 func servedBeforeRestored(t *testing.T, node *consensus.Node, acked []op) int {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the member to catch up", node.CaughtUp)
+	// A rebuilt member receives the whole state under load; on two busy
+	// cores that has taken over 10 s.
+	waitFor(t, 30*time.Second, "the member to catch up", node.CaughtUp)
 	missing := 0
 	for _, o := range acked {
 		if o.outcome != opOK {

@@ -112,7 +112,7 @@ func TestS15CorruptedRaftLogMinority(t *testing.T) {
 		t.Fatalf("the corrupt log was not kept for inspection in %q: %v", m.aside, err)
 	}
 	rep.Figures["served_before_restored"] = servedBeforeRestored(t, m.node, acked)
-	waitFor(t, 10*time.Second, "the rebuilt member to vote again", func() bool { return c.suffrage(m.id) == raft.Voter })
+	waitFor(t, 20*time.Second, "the rebuilt member to vote again", func() bool { return c.suffrage(m.id) == raft.Voter })
 	rep.Figures["rebuild_ms"] = ms(time.Since(fault))
 	time.Sleep(phase(t, 100*time.Millisecond))
 	w.stopLoad()
