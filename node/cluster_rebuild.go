@@ -22,6 +22,7 @@ import (
 type RecoveryConfig struct {
 	// RebuildOnCorruption (rebuild_on_corruption; on by default in the
 	// CLI): a member whose raft log store fails its checksums at start
+	// (or whose corrupt newest snapshots leave a gap to its log)
 	// sets its raft log, FSM tables and snapshots aside in
 	// <data_dir>/corrupt-<time>, has its old entry removed from the
 	// configuration, starts empty and rejoins as a nonvoter, and is
