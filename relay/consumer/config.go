@@ -19,9 +19,13 @@ const (
 	// DefaultBackoffBase is the first retry delay after an error: 100 ms is
 	// below one WAN round trip's worth of lost freshness.
 	DefaultBackoffBase = 100 * time.Millisecond
-	// DefaultBackoffMax caps the delay at 10 s so that a lane whose peer
-	// returns is live again within one heartbeat period or so.
-	DefaultBackoffMax = 10 * time.Second
+	// DefaultBackoffMax caps the delay at 2 s so that a lane whose peer
+	// relay returns (a restart, a rolling upgrade) is live again within
+	// about 2 s: with a 10 s cap a peer down for a few seconds left the
+	// lane waiting up to 10 s more, and cross-DC routing stayed off for
+	// 9.7 s after a relay restart (chaos S07). A subscription attempt to a
+	// dead peer every 1–2 s is one failed dial per lane.
+	DefaultBackoffMax = 2 * time.Second
 	// DefaultSubscriberID names subscribers that did not set one.
 	DefaultSubscriberID = "kvrouter-relay"
 )
