@@ -320,6 +320,19 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
+// settle ends a scenario's load: it lets the load run for after (under
+// phase's scaling), stops it, records in rep the time to converge and the
+// unavailability window since fault, and returns the history.
+func (c *cluster) settle(t *testing.T, w *workload, rep *report, fault time.Time, after time.Duration) []op {
+	t.Helper()
+	time.Sleep(phase(t, after))
+	w.stopLoad()
+	rep.Converge = ms(c.converge(10 * time.Second))
+	ops := w.history()
+	rep.Unavail = ms(unavailability(ops, fault))
+	return ops
+}
+
 // converge waits until every running member applied the leader's commit
 // index with one state hash, and returns the time it took.
 func (c *cluster) converge(d time.Duration) time.Duration {

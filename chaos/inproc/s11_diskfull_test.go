@@ -58,11 +58,7 @@ func runDiskFull(t *testing.T, name string, onLeader bool) {
 		return !m.node.DiskFull() && m.node.CaughtUp()
 	})
 	rep.Figures["recovery_ms"] = ms(rec)
-	time.Sleep(phase(t, 200*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops := w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops := c.settle(t, w, rep, fault, 200*time.Millisecond)
 
 	diskFull, viaVictim := 0, 0
 	for _, o := range ops {

@@ -59,10 +59,6 @@ func TestS13PowerLossMinority(t *testing.T) {
 	}
 
 	c.heal()
-	time.Sleep(phase(t, 200*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops = w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops = c.settle(t, w, rep, fault, 200*time.Millisecond)
 	rep.finish(t, ops, c.check(ops), start)
 }

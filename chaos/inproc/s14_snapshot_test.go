@@ -66,11 +66,7 @@ func testS14Follower(t *testing.T) {
 		waitFor(t, 20*time.Second, "the rebuilt member to vote again", func() bool { return c.suffrage(m.id) == raft.Voter })
 	}
 	rep.Figures["time_to_healthy_ms"] = ms(time.Since(fault))
-	time.Sleep(phase(t, 200*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops := w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops := c.settle(t, w, rep, fault, 200*time.Millisecond)
 	rep.finish(t, ops, c.check(ops), start)
 }
 
@@ -125,10 +121,6 @@ func testS14Leader(t *testing.T) {
 		return fm.node.Raft().Stats()["last_snapshot_index"] != "0"
 	})
 	rep.Figures["time_to_healthy_ms"] = ms(time.Since(fault))
-	time.Sleep(phase(t, 200*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops := w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops := c.settle(t, w, rep, fault, 200*time.Millisecond)
 	rep.finish(t, ops, c.check(ops), start)
 }

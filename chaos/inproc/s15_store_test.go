@@ -65,11 +65,7 @@ func TestS15CorruptedStoreMinority(t *testing.T) {
 	close(stopLed)
 	rep.Figures["rebuild_ms"] = ms(time.Since(rebuildStart))
 	rep.Figures["elected_before_rebuilt"] = ledEarly
-	time.Sleep(phase(t, 200*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops := w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops := c.settle(t, w, rep, fault, 200*time.Millisecond)
 	rep.finish(t, ops, c.check(ops), start)
 }
 
@@ -114,11 +110,7 @@ func TestS15CorruptedRaftLogMinority(t *testing.T) {
 	rep.Figures["served_before_restored"] = servedBeforeRestored(t, m.node, acked)
 	waitFor(t, 20*time.Second, "the rebuilt member to vote again", func() bool { return c.suffrage(m.id) == raft.Voter })
 	rep.Figures["rebuild_ms"] = ms(time.Since(fault))
-	time.Sleep(phase(t, 100*time.Millisecond))
-	w.stopLoad()
-	rep.Converge = ms(c.converge(10 * time.Second))
-	ops := w.history()
-	rep.Unavail = ms(unavailability(ops, fault))
+	ops := c.settle(t, w, rep, fault, 100*time.Millisecond)
 	rep.finish(t, ops, c.check(ops), start)
 }
 
