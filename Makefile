@@ -41,7 +41,7 @@ test-race: ## Every package under the race detector.
 .PHONY: chaos
 chaos: ## Fault-injection scenarios S01-S22, multi-process and in-process (failpoints compiled in with -tags chaos), longer phases (CHAOS_SECONDS=20, CHAOS_COUNT=3, CHAOS_SEED=now; figures in bin/chaos-report.md).
 	@mkdir -p $(dir $(CHAOS_REPORT))
-	KVR_CHAOS_SECONDS=$(CHAOS_SECONDS) KVR_CHAOS_SEED=$(CHAOS_SEED) KVR_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -tags chaos -count=$(CHAOS_COUNT) -v -timeout 90m ./chaos/...
+	KVRTEST_CHAOS_SECONDS=$(CHAOS_SECONDS) KVRTEST_CHAOS_SEED=$(CHAOS_SEED) KVRTEST_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -tags chaos -count=$(CHAOS_COUNT) -v -timeout 90m ./chaos/...
 
 .PHONY: lint
 lint: ## gofmt and go vet.

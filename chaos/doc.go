@@ -32,11 +32,11 @@
 // not under test), except in S21, which kills an engine; the router nodes
 // are child processes whose logs are kept in the test's temporary
 // directory and printed on failure. Durations are short in `make test` and
-// longer under `make chaos` (KVR_CHAOS_SECONDS). Seeds are fixed and
-// printed; KVR_CHAOS_SEED replays one. On a linearizability failure the
+// longer under `make chaos` (KVRTEST_CHAOS_SECONDS). Seeds are fixed and
+// printed; KVRTEST_CHAOS_SEED replays one. On a linearizability failure the
 // porcupine visualisation is written to the artifact directory. Child
 // processes get this process's environment without the suite's
-// KVR_CHAOS_* settings.
+// KVRTEST_CHAOS_* settings.
 //
 // # Scenarios
 //
@@ -86,7 +86,7 @@
 // acknowledged binding, a linearizable history. Every run writes a report
 // (report.json in the test's artifact directory, kept with `go test
 // -artifacts`; a REPORT line in the log; a markdown row appended to the
-// file KVR_CHAOS_REPORT names): scenario, seed, git SHA, operations by
+// file KVRTEST_CHAOS_REPORT names): scenario, seed, git SHA, operations by
 // outcome, verdicts, unavailability windows (fault to the first new
 // binding acknowledged after it), times to converge (heal to every member
 // applying the leader's commit index), the scenario's own figures, and
@@ -97,14 +97,14 @@
 //
 // `make test` runs S01, S02, FullClusterRestart, S05, S08, S09, S18, S21
 // and the operations tests in their short forms; every other scenario
-// skips unless KVR_CHAOS_SECONDS is set, as `make chaos` does.
-// KVR_CHAOS_PORTS=lo-hi confines the suite's listeners (nodes, NATS,
+// skips unless KVRTEST_CHAOS_SECONDS is set, as `make chaos` does.
+// KVRTEST_CHAOS_PORTS=lo-hi confines the suite's listeners (nodes, NATS,
 // engines, proxies of the cluster links) to a port range; the WAN proxies
 // of internal/netem still take ephemeral ports. The suite needs only
 // loopback, so it runs in a private network namespace:
 //
-//	unshare -rn sh -c 'ip link set lo up && KVR_CHAOS_PORTS=20000-20999 make chaos'
+//	unshare -rn sh -c 'ip link set lo up && KVRTEST_CHAOS_PORTS=20000-20999 make chaos'
 //
 // Child processes get this process's environment without the suite's
-// KVR_CHAOS_* settings.
+// KVRTEST_CHAOS_* settings.
 package chaos

@@ -47,7 +47,7 @@ func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string
 	cmd := exec.Command(bin, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
 		"--http-addr", freeAddr(t), "--speedup", "10", "--block-size", strconv.Itoa(blockSize),
 		"--heartbeat-interval", "100ms", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr, cmd.Env = logf, logf, childEnv()
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ type engineFaultRun struct {
 func startEngineFaultRun(t *testing.T) *engineFaultRun {
 	t.Helper()
 	sd := seed()
-	t.Logf("seed %d (KVR_CHAOS_SEED replays it)", sd)
+	t.Logf("seed %d (KVRTEST_CHAOS_SEED replays it)", sd)
 	logs := t.TempDir()
 	r := &engineFaultRun{h: newHistory(), step: phase(2 * time.Second)}
 	r.d = startDCWith(t, "dc1", 3, func(d *dc, _ context.Context, _ *sync.WaitGroup) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ type relayProc struct {
 	log             string
 	cmd             *exec.Cmd
 	exited          chan struct{}
+	// killing is set before the relay is sent SIGKILL, so that a client
+	// whose answer breaks can tell its gateway's death from a defect.
+	killing atomic.Bool
 }
 
 // startRelay launches the relay of d with the given --peer-dcs values.
@@ -64,11 +68,12 @@ func (r *relayProc) start(t *testing.T) {
 		"--gateway-addr", r.gateway, "--publish-addr", r.public, "--peer-dcs", strings.Join(r.peerArgs, ","),
 		"--pools", fmt.Sprintf("%s:%d", mocker.DefaultModel, blockSize), "--heartbeat-interval", "200ms",
 		"--max-staleness", "2s")
-	r.cmd.Stdout, r.cmd.Stderr, r.cmd.Env = logf, logf, childEnv()
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	r.exited = make(chan struct{})
+	r.killing.Store(false)
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); _ = logf.Close(); close(done) }(r.cmd, r.exited)
 	waitUntil(t, 30*time.Second, "relay "+r.d.name+" ready", func() bool {
 		resp, err := http.Get("http://" + r.gateway + "/ready")
@@ -82,6 +87,7 @@ func (r *relayProc) start(t *testing.T) {
 
 func (r *relayProc) kill() {
 	if r.cmd != nil && r.cmd.Process != nil {
+		r.killing.Store(true)
 		_ = r.cmd.Process.Signal(syscall.SIGKILL)
 		<-r.exited
 		r.cmd = nil

@@ -52,7 +52,7 @@ func run(m *testing.M) int {
 
 // freeAddr returns a free loopback address below the ephemeral port
 // range, so that a member restarting on it can bind it again (see
-// internal/freeport); with KVR_CHAOS_PORTS=lo-hi, a port of that range.
+// internal/freeport); with KVRTEST_CHAOS_PORTS=lo-hi, a port of that range.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	if chaosPorts.lo > 0 {
@@ -65,7 +65,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// portRange hands out the ports of KVR_CHAOS_PORTS in turn, skipping those
+// portRange hands out the ports of KVRTEST_CHAOS_PORTS in turn, skipping those
 // that do not bind, so that the suite never touches a port outside it.
 type portRange struct {
 	mu     sync.Mutex
@@ -75,9 +75,9 @@ type portRange struct {
 
 var chaosPorts portRange
 
-// parsePorts reads KVR_CHAOS_PORTS ("lo-hi"); unset leaves the range off.
+// parsePorts reads KVRTEST_CHAOS_PORTS ("lo-hi"); unset leaves the range off.
 func parsePorts() error {
-	v := os.Getenv("KVR_CHAOS_PORTS")
+	v := os.Getenv("KVRTEST_CHAOS_PORTS")
 	if v == "" {
 		return nil
 	}
@@ -85,7 +85,7 @@ func parsePorts() error {
 	l, err1 := strconv.Atoi(lo)
 	h, err2 := strconv.Atoi(hi)
 	if !ok || err1 != nil || err2 != nil || l < 1 || h > 65535 || h-l < 64 {
-		return fmt.Errorf("KVR_CHAOS_PORTS=%q: want lo-hi, at least 64 ports", v)
+		return fmt.Errorf("KVRTEST_CHAOS_PORTS=%q: want lo-hi, at least 64 ports", v)
 	}
 	chaosPorts.lo, chaosPorts.hi, chaosPorts.cur = l, h, l
 	return nil
@@ -107,7 +107,7 @@ func (r *portRange) next(t *testing.T) string {
 			return addr
 		}
 	}
-	t.Fatalf("no free port left in KVR_CHAOS_PORTS %d-%d", r.lo, r.hi)
+	t.Fatalf("no free port left in KVRTEST_CHAOS_PORTS %d-%d", r.lo, r.hi)
 	return ""
 }
 
@@ -290,7 +290,7 @@ func (d *dc) startWith(m *member, cluster ...string) {
 		"--session-affinity-ttl", "1h", "--session-affinity-mode", "hard",
 		"--log-level", "info")
 	m.cmd.Args = append(append(m.cmd.Args, cluster...), d.extra...)
-	m.cmd.Stdout, m.cmd.Stderr, m.cmd.Env = logf, logf, childEnv()
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -301,18 +301,6 @@ func (d *dc) startWith(m *member, cluster ...string) {
 		_ = logf.Close()
 		close(done)
 	}(m.cmd, m.exited)
-}
-
-// childEnv is this process's environment without the suite's own KVR_CHAOS_*
-// settings: kvrouter refuses KVR_* variables that name no option.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KVR_CHAOS_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // restart starts a killed member again on its data directory.

@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// chaosOnly skips a scenario outside `make chaos` (KVR_CHAOS_SECONDS
+// chaosOnly skips a scenario outside `make chaos` (KVRTEST_CHAOS_SECONDS
 // unset): the multi-process tier would cost `make test` minutes.
 func chaosOnly(t *testing.T) {
 	t.Helper()
-	if testing.Short() || os.Getenv("KVR_CHAOS_SECONDS") == "" {
-		t.Skip("multi-process scenario of make chaos: set KVR_CHAOS_SECONDS")
+	if testing.Short() || os.Getenv("KVRTEST_CHAOS_SECONDS") == "" {
+		t.Skip("multi-process scenario of make chaos: set KVRTEST_CHAOS_SECONDS")
 	}
 }
 

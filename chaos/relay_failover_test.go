@@ -21,11 +21,6 @@ type relayPair struct {
 	relay [2]*relayProc
 }
 
-// gateways lists the pair's gateway addresses.
-func (p *relayPair) gateways() []string {
-	return []string{p.relay[0].gateway, p.relay[1].gateway}
-}
-
 // startRelayPair starts two relays of d, each listing both relays of
 // the peer DC (whose addresses are given) one by one.
 func startRelayPair(t *testing.T, d *dc, gw, pub [2]string, peerDC string, peerGW, peerPub [2]string) *relayPair {
@@ -45,21 +40,35 @@ func startRelayPair(t *testing.T, d *dc, gw, pub [2]string, peerDC string, peerG
 type outcome struct {
 	served
 	retried bool
-	// dirty is an answer cut after its status line: the one failure a
-	// client cannot retry blindly.
+	// dirty is an answer cut after its status line by a gateway that was
+	// not killed: the one failure a client cannot retry blindly, and a
+	// product defect.
 	dirty bool
+	// cutByKill counts answers cut after their status line because the
+	// client's own gateway was killed while writing them. No server can
+	// finish such an answer; the client sees a broken connection and
+	// retries on the DC's other gateway, as it does for a refused one.
+	cutByKill int
 }
 
-// sendVia posts toks through the first of gateways, retrying once on the
-// other when the first fails before any answer (a refused or reset
-// connection), as a client behind a Service would.
-func sendVia(c *http.Client, gateways []string, first int, session string, toks []int) outcome {
+// sendVia posts toks through the first of p's gateways, retrying once on
+// the other when the first fails: before any answer (a refused or reset
+// connection), or after its status line because that very gateway was
+// killed, as a client behind a Service would.
+func sendVia(c *http.Client, p *relayPair, first int, session string, toks []int) outcome {
 	o := outcome{}
 	for k := range 2 {
-		gw := gateways[(first+k)%2]
-		o.served, o.dirty = sendChecked(c, gw, session, toks)
-		if o.err == nil || o.dirty {
+		r := p.relay[(first+k)%2]
+		var cut bool
+		o.served, cut = sendChecked(c, r.gateway, session, toks)
+		switch {
+		case o.err == nil:
 			return o
+		case cut && !r.killing.Load():
+			o.dirty = true
+			return o
+		case cut:
+			o.cutByKill++
 		}
 		o.retried = true
 	}
@@ -213,10 +222,10 @@ func TestRelayFailoverTwoPerDC(t *testing.T) {
 				var o outcome
 				switch i % 2 {
 				case 0: // prefix traffic a → b
-					o = sendVia(c, ra.gateways(), ci+i, "", longer[(ci+i)%prefixes])
+					o = sendVia(c, ra, ci+i, "", longer[(ci+i)%prefixes])
 				default: // sessions, through either DC
 					pair := []*relayPair{ra, rb}[(ci+i/2)%2]
-					o = sendVia(c, pair.gateways(), ci+i, fmt.Sprintf("f-%d", (ci*17+i)%30), prompt(9000+i%30, 4))
+					o = sendVia(c, pair, ci+i, fmt.Sprintf("f-%d", (ci*17+i)%30), prompt(9000+i%30, 4))
 				}
 				mu.Lock()
 				history = append(history, o)
@@ -262,12 +271,13 @@ func TestRelayFailoverTwoPerDC(t *testing.T) {
 // checkFailover checks and reports the failover history.
 func checkFailover(t *testing.T, history []outcome, watch *stalenessWatch) {
 	t.Helper()
-	var failed, retried, forwarded, prefixReqs int
+	var failed, retried, forwarded, prefixReqs, cutByKill int
 	where := map[string]map[string]bool{}
 	for _, o := range history {
 		if o.dirty {
-			t.Errorf("an answer was cut after its status line: %+v", o.served)
+			t.Errorf("a gateway that was not killed cut an answer after its status line: %+v", o.served)
 		}
+		cutByKill += o.cutByKill
 		if o.retried {
 			retried++
 		}
@@ -292,8 +302,8 @@ func checkFailover(t *testing.T, history []outcome, watch *stalenessWatch) {
 			t.Errorf("session %s served by %v", s, dcs)
 		}
 	}
-	t.Logf("%d requests: %d failed (%.2f%%), %d retried on the DC's other gateway; %d of %d served prefix requests forwarded to b",
-		len(history), failed, 100*float64(failed)/float64(max(1, len(history))), retried, forwarded, prefixReqs)
+	t.Logf("%d requests: %d failed (%.2f%%), %d retried on the DC's other gateway (%d of them cut after the status line by the death of the client's own gateway); %d of %d served prefix requests forwarded to b",
+		len(history), failed, 100*float64(failed)/float64(max(1, len(history))), retried, cutByKill, forwarded, prefixReqs)
 	for _, p := range []string{"steady", "after killing a relay of a", "after killing a relay of b"} {
 		t.Logf("worst summary staleness %s: %v", p, watch.worst[p].Round(time.Millisecond))
 	}

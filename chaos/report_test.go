@@ -28,7 +28,7 @@ func readGitSHA() {
 // report is the figures of one scenario run (reliability plan §2.2): it is
 // written as report.json in the test's artifact directory (kept with
 // `go test -artifacts`), summed up in one log line, and appended as a
-// markdown table row to the file KVR_CHAOS_REPORT names, if any.
+// markdown table row to the file KVRTEST_CHAOS_REPORT names, if any.
 type report struct {
 	t        *testing.T
 	Scenario string `json:"scenario"`
@@ -71,7 +71,7 @@ func newReport(t *testing.T, scenario, topology string) *report {
 	r := &report{t: t, Scenario: scenario, Seed: seed(), GitSHA: gitSHA, Topology: topology,
 		FaultMS: -1, HealMS: -1, Ops: map[string]int{}, Verdicts: map[string]string{},
 		Figures: map[string]any{}, Procs: map[string]*procPeak{}, stop: make(chan struct{})}
-	t.Logf("seed %d (KVR_CHAOS_SEED replays it)", r.Seed)
+	t.Logf("seed %d (KVRTEST_CHAOS_SEED replays it)", r.Seed)
 	t.Cleanup(r.finish)
 	return r
 }
@@ -224,7 +224,7 @@ func (r *report) finish() {
 	}
 	row := r.row()
 	r.t.Logf("REPORT %s (%s)", row, path)
-	if f := os.Getenv("KVR_CHAOS_REPORT"); f != "" {
+	if f := os.Getenv("KVRTEST_CHAOS_REPORT"); f != "" {
 		if out, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 			_, _ = fmt.Fprintln(out, row)
 			_ = out.Close()

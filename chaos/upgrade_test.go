@@ -129,8 +129,8 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 // applying the ones after it, which the binding checks through it show.
 // Under `make chaos` only: it builds a second binary.
 func TestS17RollingUpgrade(t *testing.T) {
-	if testing.Short() || os.Getenv("KVR_CHAOS_SECONDS") == "" {
-		t.Skip("rolling upgrade builds the previous release; run with make chaos (KVR_CHAOS_SECONDS set)")
+	if testing.Short() || os.Getenv("KVRTEST_CHAOS_SECONDS") == "" {
+		t.Skip("rolling upgrade builds the previous release; run with make chaos (KVRTEST_CHAOS_SECONDS set)")
 	}
 	start := time.Now()
 	old := buildTag(t, previousTag, t.TempDir())

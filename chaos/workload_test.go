@@ -200,17 +200,17 @@ func verifyAll(t *testing.T, d *dc, h *history) (lost []string) {
 	return lost
 }
 
-// seed is KVR_CHAOS_SEED, or a fixed default; tests print it.
+// seed is KVRTEST_CHAOS_SEED, or a fixed default; tests print it.
 func seed() uint64 {
-	if v, err := strconv.ParseUint(os.Getenv("KVR_CHAOS_SEED"), 10, 64); err == nil {
+	if v, err := strconv.ParseUint(os.Getenv("KVRTEST_CHAOS_SEED"), 10, 64); err == nil {
 		return v
 	}
 	return 20261129
 }
 
-// phase is KVR_CHAOS_SECONDS (for make chaos), or def.
+// phase is KVRTEST_CHAOS_SECONDS (for make chaos), or def.
 func phase(def time.Duration) time.Duration {
-	if v, err := strconv.Atoi(os.Getenv("KVR_CHAOS_SECONDS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("KVRTEST_CHAOS_SECONDS")); err == nil && v > 0 {
 		return time.Duration(v) * time.Second
 	}
 	return def

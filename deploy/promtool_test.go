@@ -12,7 +12,7 @@ import (
 func TestRulesPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		if os.Getenv("KVR_REQUIRE_PROMTOOL") != "" {
+		if os.Getenv("KVRTEST_REQUIRE_PROMTOOL") != "" {
 			t.Fatal("promtool not found; CI installs it (Debian package prometheus)")
 		}
 		t.Skip("promtool not found: install Debian's prometheus package to check the rules")

@@ -317,9 +317,9 @@ func exerciseCluster(t *testing.T, c *dcCluster) {
 	check("old leader restarted", 0, 1, 2)
 }
 
-// testLogger discards logs unless KVR_TEST_LOG is set.
+// testLogger discards logs unless KVRTEST_LOG is set.
 func testLogger() *slog.Logger {
-	if os.Getenv("KVR_TEST_LOG") != "" {
+	if os.Getenv("KVRTEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)

@@ -86,7 +86,7 @@ func start(t *testing.T, name string, args ...string) *proc {
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.stop()
-		if t.Failed() || os.Getenv("KVR_TEST_LOG") != "" {
+		if t.Failed() || os.Getenv("KVRTEST_LOG") != "" {
 			t.Logf("--- %s output:\n%s", p.name, p.out)
 		}
 	})

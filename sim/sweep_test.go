@@ -20,12 +20,12 @@ var sweepTraces = []string{"mooncake_synthetic", "chat", "tenants", "agentic", "
 // TestSweepKVTTFT sweeps each knob of the kv-ttft selector around its
 // default, one at a time, on every workload with 8 engines, and prints one
 // line per (knob value, workload). It takes minutes, so it runs only when
-// KVR_SWEEP is set:
+// KVRTEST_SWEEP is set:
 //
-//	KVR_SWEEP=1 go test ./sim -run TestSweepKVTTFT -v -timeout 30m
+//	KVRTEST_SWEEP=1 go test ./sim -run TestSweepKVTTFT -v -timeout 30m
 func TestSweepKVTTFT(t *testing.T) {
-	if os.Getenv("KVR_SWEEP") == "" {
-		t.Skip("set KVR_SWEEP=1 to sweep the kv-ttft knobs")
+	if os.Getenv("KVRTEST_SWEEP") == "" {
+		t.Skip("set KVRTEST_SWEEP=1 to sweep the kv-ttft knobs")
 	}
 	pts := sweepPoints(policy.DefaultKVTTFTConfig())
 	lines := make([]string, len(pts)*len(sweepTraces))

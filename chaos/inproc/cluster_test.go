@@ -78,9 +78,9 @@ func newCluster(t testing.TB, n int, adjust func(*consensus.Config)) *cluster {
 	return c
 }
 
-// testLogger logs warnings to the test output when KVR_CHAOS_LOG is set.
+// testLogger logs warnings to the test output when KVRTEST_CHAOS_LOG is set.
 func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("KVR_CHAOS_LOG") == "" {
+	if os.Getenv("KVRTEST_CHAOS_LOG") == "" {
 		return slog.New(slog.DiscardHandler)
 	}
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -32,13 +32,13 @@
 // FSM state hash equal at one applied index. Each test logs one report
 // line and writes a JSON report (scenario, seed, operations by outcome,
 // verdicts, unavailability window, time to converge) into
-// KVR_CHAOS_REPORT_DIR, or the test's temporary directory.
+// KVRTEST_CHAOS_REPORT_DIR, or the test's temporary directory.
 //
 // # Duration and seeds
 //
 // The default run is short (a few seconds per scenario, about 30 s for the
-// package on two cores). KVR_CHAOS_SECONDS stretches each scenario's
-// load phases (`make chaos` sets it); KVR_CHAOS_SEED fixes the seed, which
+// package on two cores). KVRTEST_CHAOS_SECONDS stretches each scenario's
+// load phases (`make chaos` sets it); KVRTEST_CHAOS_SEED fixes the seed, which
 // every report prints.
 //
 // # Failpoints

@@ -27,7 +27,7 @@ type report struct {
 
 // newReport starts a report for t's scenario.
 func newReport(t *testing.T, scenario string, seed uint64) *report {
-	return &report{Scenario: scenario, Seed: seed, GitSHA: os.Getenv("KVR_GIT_SHA"), Figures: map[string]any{},
+	return &report{Scenario: scenario, Seed: seed, GitSHA: os.Getenv("KVRTEST_GIT_SHA"), Figures: map[string]any{},
 		Goroutine: runtime.NumGoroutine()}
 }
 
@@ -57,10 +57,10 @@ func (r *report) finish(t *testing.T, ops []op, v verdicts, start time.Time) {
 	}
 }
 
-// write stores the report as <scenario>.json in KVR_CHAOS_REPORT_DIR or
+// write stores the report as <scenario>.json in KVRTEST_CHAOS_REPORT_DIR or
 // the test's temporary directory.
 func (r *report) write(t *testing.T) {
-	dir := os.Getenv("KVR_CHAOS_REPORT_DIR")
+	dir := os.Getenv("KVRTEST_CHAOS_REPORT_DIR")
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -84,25 +84,25 @@ func ms(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
 }
 
-// seed returns KVR_CHAOS_SEED or a fresh seed; reports print it.
+// seed returns KVRTEST_CHAOS_SEED or a fresh seed; reports print it.
 func seed(t *testing.T) uint64 {
-	if s := os.Getenv("KVR_CHAOS_SEED"); s != "" {
+	if s := os.Getenv("KVRTEST_CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("KVR_CHAOS_SEED: %v", err)
+			t.Fatalf("KVRTEST_CHAOS_SEED: %v", err)
 		}
 		return v
 	}
 	return uint64(time.Now().UnixNano())
 }
 
-// phase is a load phase's length: short by default, KVR_CHAOS_SECONDS
+// phase is a load phase's length: short by default, KVRTEST_CHAOS_SECONDS
 // seconds under `make chaos`.
 func phase(t *testing.T, short time.Duration) time.Duration {
-	if s := os.Getenv("KVR_CHAOS_SECONDS"); s != "" {
+	if s := os.Getenv("KVRTEST_CHAOS_SECONDS"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v <= 0 {
-			t.Fatalf("KVR_CHAOS_SECONDS: %q", s)
+			t.Fatalf("KVRTEST_CHAOS_SECONDS: %q", s)
 		}
 		return time.Duration(v * float64(time.Second))
 	}

@@ -10,7 +10,7 @@ const configDoc = "../../docs/configuration.md"
 
 // TestConfigurationDocIsGenerated fails when the options table in
 // docs/configuration.md differs from the code's options. Regenerate it
-// with KVR_UPDATE_DOCS=1 go test -run TestConfigurationDocIsGenerated ./cmd/kvrouter.
+// with KVRTEST_UPDATE_DOCS=1 go test -run TestConfigurationDocIsGenerated ./cmd/kvrouter.
 func TestConfigurationDocIsGenerated(t *testing.T) {
 	raw, err := os.ReadFile(configDoc)
 	if err != nil {
@@ -26,11 +26,11 @@ func TestConfigurationDocIsGenerated(t *testing.T) {
 	if doc[i:j] == want {
 		return
 	}
-	if os.Getenv("KVR_UPDATE_DOCS") == "1" {
+	if os.Getenv("KVRTEST_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(configDoc, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Fatalf("%s: the options table is stale; regenerate it with KVR_UPDATE_DOCS=1 go test -run TestConfigurationDocIsGenerated ./cmd/kvrouter", configDoc)
+	t.Fatalf("%s: the options table is stale; regenerate it with KVRTEST_UPDATE_DOCS=1 go test -run TestConfigurationDocIsGenerated ./cmd/kvrouter", configDoc)
 }

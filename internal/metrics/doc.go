@@ -23,4 +23,4 @@
 // Concurrency: safe for concurrent use (Prometheus collectors are).
 package metrics
 
-//go:generate env KVR_UPDATE_DOCS=1 go test -run TestMetricsDoc .
+//go:generate env KVRTEST_UPDATE_DOCS=1 go test -run TestMetricsDoc .

@@ -16,14 +16,14 @@ import (
 const docPath = "../../docs/metrics.md"
 
 // TestMetricsDoc fails when docs/metrics.md differs from the catalogue the
-// registries hold; KVR_UPDATE_DOCS=1 (or `go generate ./internal/metrics`)
+// registries hold; KVRTEST_UPDATE_DOCS=1 (or `go generate ./internal/metrics`)
 // rewrites it.
 func TestMetricsDoc(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString(docHeader)
 	writeSection(t, &b, "Router node (`kvrouter node`)", catalogue(t).Registry, []string{"dc", "node"})
 	writeSection(t, &b, "Relay gateway (`kvrouter relay`)", relayCatalogue(t, "relay-dc1"), []string{"dc", "relay"})
-	if os.Getenv("KVR_UPDATE_DOCS") != "" {
+	if os.Getenv("KVRTEST_UPDATE_DOCS") != "" {
 		if err := os.WriteFile(docPath, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -34,14 +34,14 @@ func TestMetricsDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, b.Bytes()) {
-		t.Fatalf("%s is out of date with the metric registries: run `KVR_UPDATE_DOCS=1 go test ./internal/metrics -run TestMetricsDoc` (or `go generate ./internal/metrics`)", docPath)
+		t.Fatalf("%s is out of date with the metric registries: run `KVRTEST_UPDATE_DOCS=1 go test ./internal/metrics -run TestMetricsDoc` (or `go generate ./internal/metrics`)", docPath)
 	}
 }
 
 const docHeader = `# Metrics
 
 <!-- Generated from the metric registries by TestMetricsDoc in internal/metrics; do not edit.
-     Rewrite with: KVR_UPDATE_DOCS=1 go test ./internal/metrics -run TestMetricsDoc -->
+     Rewrite with: KVRTEST_UPDATE_DOCS=1 go test ./internal/metrics -run TestMetricsDoc -->
 
 Every process serves its metrics in the Prometheus text format on ` + "`GET /metrics`" + ` of its
 client-facing address (a node's ` + "`--http-addr`" + `, a relay's ` + "`--gateway-addr`" + `). Names follow

@@ -94,7 +94,7 @@ const maxBufferedAnswer = 4 << 20
 // answer would be cut after its status line. A stream that fails ends
 // with an error event (midStreamFailure).
 func bufferAnswer(resp *http.Response) (*http.Response, error) {
-	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt == "text/event-stream" {
+	if isEventStream(resp.Header) {
 		return resp, nil
 	}
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedAnswer+1))
@@ -138,8 +138,12 @@ func (x *exchange) send(base, from string) (*http.Response, error) {
 }
 
 // relay streams an upstream answer to the client byte for byte: status,
-// end-to-end headers and DCHeader first, then each read of the body
-// written and flushed at once under a fresh write deadline.
+// end-to-end headers and DCHeader, then each read of the body written and
+// flushed at once under a fresh write deadline. An event stream's status
+// line is flushed before its first event, which may be a while coming;
+// any other answer's goes out with the first read of its body, so that a
+// buffered answer leaves in one write and a gateway that dies while
+// sending it rarely leaves the client a status line without its body.
 func (x *exchange) relay(resp *http.Response, dc string) {
 	defer resp.Body.Close()
 	h := x.w.Header()
@@ -149,7 +153,9 @@ func (x *exchange) relay(resp *http.Response, dc string) {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	x.w.WriteHeader(resp.StatusCode)
-	_ = x.rc.Flush()
+	if isEventStream(resp.Header) {
+		_ = x.rc.Flush()
+	}
 	buf := make([]byte, relayBufBytes)
 	for {
 		n, err := resp.Body.Read(buf)
@@ -179,12 +185,18 @@ func (x *exchange) midStreamFailure(resp *http.Response, dc string, err error) {
 		return
 	}
 	x.g.cfg.Log.Warn("upstream failed mid-answer", "dc", dc, "err", err)
-	if mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type")); perr != nil || mt != "text/event-stream" {
+	if !isEventStream(resp.Header) {
 		return
 	}
 	// The class is a failed upstream's, whichever DC it was in.
 	_, _ = x.w.Write(oaiedge.StreamErrorEvent(errors.New("upstream failed mid-stream"), errorTable.Classify(ErrNoNode)))
 	_ = x.rc.Flush()
+}
+
+// isEventStream reports an answer of Content-Type text/event-stream.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
 }
 
 // upstreamFailed answers a request no node could take, unless the client

@@ -50,7 +50,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func testLog() *slog.Logger {
-	if os.Getenv("KVR_TEST_LOG") != "" {
+	if os.Getenv("KVRTEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
