@@ -4,9 +4,18 @@ PKGS     := ./...
 BIN      := bin/kvrouter
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
-# Packages with concurrent code; `make test` also runs them under the race detector, in -short
-# mode (which skips only the whole-trace replays, already covered by the plain run).
-RACE_PKGS := ./routing/... ./fleet/... ./mocker/... ./sim/... ./node/... ./demo/... ./consensus/... ./store/... ./relay/... ./internal/...
+# The packages whose tests exercise concurrency (raft, the node's request path, the relays, the
+# event plane, the index's concurrent readers, the edge's body budget): `make test` runs them again
+# under the race detector, in -short mode (which skips only the whole-trace replays, already covered
+# by the plain run). `make test-race` runs every package so.
+RACE_PKGS := ./consensus/... ./node/... ./relay/... ./fleet/... ./routing/index/... ./internal/oaiedge/...
+# The plain test builds use the configuration of the shipped binary (CGO_ENABLED=0, as `make build`),
+# which also selects Pebble's pure-Go zstd. The race detector needs cgo; the pebblegozstd tag keeps
+# it on the same zstd, and keeps DataDog/zstd's C sources (about a minute of compile on 2 cores) out
+# of the build. See docs/testing.md for what each phase costs.
+PLAIN    := CGO_ENABLED=0
+RACE     := CGO_ENABLED=1 $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
+PHASE    := PHASES=$(CURDIR)/bin/phases.txt $(CURDIR)/.ci/phase
 BENCHTIME ?= 1s
 CHAOS_SECONDS ?= 20
 CHAOS_COUNT   ?= 3
@@ -29,14 +38,17 @@ build: ## Build bin/kvrouter (static, stripped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(LDFLAGS)" -o $(BIN) ./cmd/kvrouter
 
 .PHONY: test
-test: lint ## The whole test suite: lint, unit and property tests, race detector on concurrent packages, deploy/ validation.
-	$(GO) test -count=1 $(PKGS)
-	cd deploy && $(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -short $(RACE_PKGS)
+test: ## The whole suite: lint, every package's tests once, deploy/ checks, race detector on concurrent packages; prints each phase's wall time.
+	@mkdir -p bin && rm -f bin/phases.txt
+	@$(PHASE) lint $(MAKE) --no-print-directory lint
+	@$(PHASE) unit $(PLAIN) $(GO) test -count=1 -vet=off $(PKGS)
+	@$(PHASE) deploy sh -c 'cd deploy && $(PLAIN) $(GO) test -count=1 -vet=off ./...'
+	@$(PHASE) race $(RACE) $(RACE_PKGS)
+	@echo "make test: every phase passed"; cat bin/phases.txt
 
 .PHONY: test-race
 test-race: ## Every package under the race detector.
-	$(GO) test -count=1 -race $(PKGS)
+	CGO_ENABLED=1 $(GO) test -count=1 -race -tags=pebblegozstd $(PKGS)
 
 .PHONY: chaos
 chaos: ## Fault-injection scenarios S01-S22, multi-process and in-process (failpoints compiled in with -tags chaos), longer phases (CHAOS_SECONDS=20, CHAOS_COUNT=3, CHAOS_SEED=now; figures in bin/chaos-report.md).
@@ -44,11 +56,11 @@ chaos: ## Fault-injection scenarios S01-S22, multi-process and in-process (failp
 	KVRTEST_CHAOS_SECONDS=$(CHAOS_SECONDS) KVRTEST_CHAOS_SEED=$(CHAOS_SEED) KVRTEST_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -tags chaos -count=$(CHAOS_COUNT) -v -timeout 90m ./chaos/...
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## gofmt and go vet (with the plain test builds' configuration, so that they share one compile).
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	cd deploy && $(GO) vet ./...
+	$(PLAIN) $(GO) vet $(PKGS)
+	cd deploy && $(PLAIN) $(GO) vet ./...
 
 .PHONY: bench
 bench: ## Benchmarks of every package (BENCHTIME=1s by default).

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
@@ -140,9 +138,6 @@ func (f *fleet) waitEngines(want int) {
 	}
 }
 
-func (f *fleet) client() openai.Client {
-	return openai.NewClient(option.WithBaseURL(f.base+"/v1"), option.WithAPIKey("test"), option.WithMaxRetries(0))
-}
 
 // complete sends a non-streaming completion with token ids and returns the
 // engine that served it and the cached tokens it reported.
@@ -179,51 +174,6 @@ func seq(start, n int) []int {
 	return out
 }
 
-func TestOpenAIClientEndToEnd(t *testing.T) {
-	f := startFleet(t, 2, nil)
-	c := f.client()
-	ctx := t.Context()
-	chat, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(4),
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
-	if err != nil || len(chat.Choices) != 1 || chat.Choices[0].Message.Content == "" {
-		t.Fatalf("chat: %v %+v", err, chat)
-	}
-	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(5),
-		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream please")},
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
-	var text strings.Builder
-	var usage int64
-	for stream.Next() {
-		ch := stream.Current()
-		if len(ch.Choices) > 0 {
-			text.WriteString(ch.Choices[0].Delta.Content)
-		}
-		if ch.Usage.CompletionTokens > 0 {
-			usage = ch.Usage.CompletionTokens
-		}
-	}
-	if err := stream.Err(); err != nil || text.Len() == 0 || usage != 5 {
-		t.Fatalf("chat stream: %v %q usage %d", err, text.String(), usage)
-	}
-	comp, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: model, MaxTokens: openai.Int(3),
-		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("once upon a time")}})
-	if err != nil || len(comp.Choices) != 1 || comp.Usage.CompletionTokens != 3 {
-		t.Fatalf("completion: %v %+v", err, comp)
-	}
-	cs := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: model, MaxTokens: openai.Int(3),
-		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("streamed")}})
-	chunks := 0
-	for cs.Next() {
-		chunks++
-	}
-	if err := cs.Err(); err != nil || chunks < 3 {
-		t.Fatalf("completion stream: %v, %d chunks", err, chunks)
-	}
-	models, err := c.Models.List(ctx)
-	if err != nil || len(models.Data) != 1 || models.Data[0].ID != model {
-		t.Fatalf("models: %v %+v", err, models)
-	}
-}
 
 // A request sharing a long prefix with an earlier one goes to the engine
 // that cached it, even while that engine is busy with the earlier request's

@@ -1,3 +1,9 @@
+//go:build !race
+
+// These tests drive the frontend with the official OpenAI SDK; they are
+// left out of the race detector's build, which would otherwise compile
+// the SDK a second time (see docs/testing.md). The plain run covers them.
+
 package frontend
 
 import (
