@@ -138,7 +138,6 @@ func (f *fleet) waitEngines(want int) {
 	}
 }
 
-
 // complete sends a non-streaming completion with token ids and returns the
 // engine that served it and the cached tokens it reported.
 func (f *fleet) complete(tokens []int) (worker string, cached int64) {
@@ -173,7 +172,6 @@ func seq(start, n int) []int {
 	}
 	return out
 }
-
 
 // A request sharing a long prefix with an earlier one goes to the engine
 // that cached it, even while that engine is busy with the earlier request's
