@@ -96,3 +96,19 @@ func TestLiveMetricsLabelsAndCacheHits(t *testing.T) {
 		t.Errorf("%d engine hit ratio series, want 1", n)
 	}
 }
+
+// TestSmallFleetMetricsPageStaysSmall: a node with one engine that served
+// a few requests of one endpoint lists one request-duration histogram
+// (the endpoint and outcome that happened), not one per endpoint and
+// outcome of every model, and its whole page stays far under the 230 KB
+// that eager histograms once made of it.
+func TestSmallFleetMetricsPageStaysSmall(t *testing.T) {
+	page := servedFleet(t).scrape()
+	if n := bytes.Count(page, []byte("kvrouter_frontend_request_duration_seconds_count{")); n != 1 {
+		t.Errorf("%d request-duration series after completions that all succeeded, want 1", n)
+	}
+	const maxPageBytes = 100 << 10
+	if len(page) > maxPageBytes {
+		t.Errorf("/metrics is %d bytes for one engine and two requests, want at most %d", len(page), maxPageBytes)
+	}
+}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,11 +34,29 @@ type modelObservers struct {
 	requests      [oaiedge.NumEndpoints][len(outcomes)]prometheus.Counter // by endpoint, outcome
 	input, output prometheus.Observer
 	ttft, itl     prometheus.Observer
-	// duration is by endpoint and outcome; cached and hit are the
-	// engine-reported cache figures (serving.go).
-	duration [oaiedge.NumEndpoints][len(outcomes)]prometheus.Observer
-	cached   prometheus.Counter
-	hit      prometheus.Observer
+	// duration is by endpoint and outcome, each child resolved on first
+	// use (durationOf): a histogram child is 20 lines of /metrics, and
+	// children for every endpoint and outcome of every model were most
+	// of a small fleet's page. The request counters stay eager, one line
+	// each, so that rates of an outcome that has not happened read 0.
+	duration [oaiedge.NumEndpoints][len(outcomes)]atomic.Pointer[prometheus.Observer]
+	// cached and hit are the engine-reported cache figures (serving.go).
+	cached prometheus.Counter
+	hit    prometheus.Observer
+	model  string
+	vec    *prometheus.HistogramVec
+}
+
+// durationOf returns the duration child of endpoint ep and outcome oc.
+// Two first uses may both resolve it; the vector returns the same child.
+func (o *modelObservers) durationOf(ep oaiedge.Endpoint, oc int) prometheus.Observer {
+	cell := &o.duration[ep][oc]
+	if p := cell.Load(); p != nil {
+		return *p
+	}
+	obs := o.vec.WithLabelValues(o.model, ep.Path(), outcomes[oc])
+	cell.Store(&obs)
+	return obs
 }
 
 // observerCache holds the children per model label. Only models the router
@@ -65,11 +84,11 @@ func (c *observerCache) forModel(model string) *modelObservers {
 	o = &modelObservers{
 		input: c.m.InputTokens.WithLabelValues(model), output: c.m.OutputTokens.WithLabelValues(model),
 		ttft: c.m.TTFT.WithLabelValues(model), itl: c.m.ITL.WithLabelValues(model),
+		model: model, vec: c.m.Serving.Duration,
 	}
 	for ep := range o.requests {
 		for i, oc := range outcomes {
 			o.requests[ep][i] = c.m.Requests.WithLabelValues(model, oaiedge.Endpoint(ep).Path(), oc)
-			o.duration[ep][i] = c.m.Serving.Duration.WithLabelValues(model, oaiedge.Endpoint(ep).Path(), oc)
 		}
 	}
 	o.cached = c.m.Serving.EngineCachedTokens.WithLabelValues(model)

@@ -12,7 +12,7 @@ func (x *exchange) begin() {
 // its engine reported.
 func (x *exchange) recordServing(m *modelObservers) {
 	x.s.metrics.Serving.InFlight.Dec()
-	m.duration[x.ep][outcomeIndex(x.status)].Observe(x.s.cfg.Now().Sub(x.start).Seconds())
+	m.durationOf(x.ep, outcomeIndex(x.status)).Observe(x.s.cfg.Now().Sub(x.start).Seconds())
 	o := &x.obs
 	if !o.hasCached || o.promptTokens <= 0 {
 		return
