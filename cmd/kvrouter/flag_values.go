@@ -90,19 +90,27 @@ func addSeconds(fs *pflag.FlagSet, p *time.Duration, name, canon, usage string) 
 
 // syncAliases makes every name of an option count as set on the command
 // line when one of them was, before the file and the environment are
-// applied to the names left alone.
+// applied to the names left alone. It marks in two passes, so that a name
+// visited before the one the command line used is marked as well.
 func syncAliases(fs *pflag.FlagSet) {
+	set := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		a, ok := f.Value.(aliased)
-		if !ok || a.canonical() == "" {
-			return
-		}
-		c := fs.Lookup(a.canonical())
-		if c == nil {
-			return
-		}
-		if f.Changed || c.Changed {
-			f.Changed, c.Changed = true, true
+		if f.Changed {
+			set[optionName(f)] = true
 		}
 	})
+	fs.VisitAll(func(f *pflag.Flag) {
+		if set[optionName(f)] {
+			f.Changed = true
+		}
+	})
+}
+
+// optionName is the name of the option a flag sets: its canonical flag's
+// for another name, else its own.
+func optionName(f *pflag.Flag) string {
+	if a, ok := f.Value.(aliased); ok && a.canonical() != "" {
+		return a.canonical()
+	}
+	return f.Name
 }
