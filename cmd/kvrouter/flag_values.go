@@ -76,9 +76,15 @@ func addAlias(fs *pflag.FlagSet, name, canon, usage string) {
 // router's BooleanOptionalAction style.
 func addBool(fs *pflag.FlagSet, p *bool, name string, def bool, usage string) {
 	fs.BoolVar(p, name, def, usage)
-	f := fs.VarPF(negatedBool{p: p, canon: name}, "no-"+name, "", "negation of --"+name)
+	addNegation(fs, p, "no-"+name, name)
+}
+
+// addNegation registers name as the negation of the boolean option canon,
+// whose value p holds.
+func addNegation(fs *pflag.FlagSet, p *bool, name, canon string) {
+	f := fs.VarPF(negatedBool{p: p, canon: canon}, name, "", "--"+canon+"=false")
 	f.NoOptDefVal = "true"
-	f.DefValue = strconv.FormatBool(!def)
+	f.DefValue = strconv.FormatBool(!*p)
 }
 
 // addSeconds registers an option in seconds; canon, when set, is the

@@ -69,6 +69,7 @@ opaque block hashes, vLLM-named metrics on /metrics, and no NATS.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMocker(cmd, &f) },
 	}
 	f.register(cmd.Flags())
+	installHelp(cmd)
 	return cmd
 }
 

@@ -159,5 +159,6 @@ Precedence: default < file < environment < flag.`,
 		},
 	}
 	f.register(cmd.Flags())
+	installHelp(cmd)
 	return cmd
 }

@@ -7,6 +7,8 @@ import "github.com/spf13/pflag"
 // nodes' session routes and the peers' home lookups.
 func (f *relayFlags) registerEdges(fs *pflag.FlagSet) {
 	e := &f.cfg.Edge
-	registerEdgeFlags(fs, &e.AccessConfig, &e.SessionKeys, &e.AdminAddr)
+	registerAccessFlags(fs, &e.AccessConfig)
+	registerAdminAddrFlag(fs, &e.AdminAddr)
+	registerSessionKeyFlags(fs, &e.SessionKeys)
 	fs.StringVar(&e.UpstreamToken, "node-operator-token", "", "operator token the gateway sends to the router nodes' session routes and to peer gateways' session lookups (prefer KVR_NODE_OPERATOR_TOKEN)")
 }
