@@ -8,23 +8,34 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Markers of the generated table in docs/configuration.md.
-const (
-	docBegin = "<!-- BEGIN GENERATED: kvrouter node options (cmd/kvrouter/docgen.go) -->"
-	docEnd   = "<!-- END GENERATED: kvrouter node options -->"
-)
+// docMarkers are the lines around the generated tables of a subcommand's
+// options in docs/configuration.md.
+func docMarkers(sub string) (begin, end string) {
+	return "<!-- BEGIN GENERATED: kvrouter " + sub + " options (cmd/kvrouter/docgen.go) -->",
+		"<!-- END GENERATED: kvrouter " + sub + " options -->"
+}
 
-// optionsTable renders the node's options as Markdown, one table per
+// documented are the subcommands whose options docs/configuration.md
+// lists, with the function that registers them.
+var documented = []struct {
+	sub      string
+	register func(*pflag.FlagSet)
+}{
+	{"node", func(fs *pflag.FlagSet) { new(nodeFlags).register(fs) }},
+	{"relay", func(fs *pflag.FlagSet) { new(relayFlags).register(fs) }},
+	{"mocker", func(fs *pflag.FlagSet) { new(mockerFlags).register(fs) }},
+}
+
+// optionsTable renders a subcommand's options as Markdown, one table per
 // group in the help's order: each option under its kvrouter name with its
 // other names (reference aliases, --no- forms), its KVR_* and DYN_*
 // variables, its default and its help with the details --help leaves
 // out. The tables in docs/configuration.md are this function's output,
 // checked by TestConfigurationDocIsGenerated, so they cannot drift from
 // the code.
-func optionsTable() string {
-	var f nodeFlags
-	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
-	f.register(fs)
+func optionsTable(sub string, register func(*pflag.FlagSet)) string {
+	fs := pflag.NewFlagSet(sub, pflag.ContinueOnError)
+	register(fs)
 	others := map[string][]string{}
 	groups := map[flagGroup][]*pflag.Flag{}
 	visitInOrder(fs, func(fl *pflag.Flag) {
@@ -34,8 +45,9 @@ func optionsTable() string {
 		}
 		groups[groupOf(fl)] = append(groups[groupOf(fl)], fl)
 	})
+	begin, end := docMarkers(sub)
 	var b strings.Builder
-	b.WriteString(docBegin + "\n")
+	b.WriteString(begin + "\n")
 	for g := groupGeneral; g <= groupNoEffect; g++ {
 		if len(groups[g]) == 0 {
 			continue
@@ -45,7 +57,7 @@ func optionsTable() string {
 			b.WriteString(optionRow(fl, others[fl.Name]))
 		}
 	}
-	b.WriteString("\n" + docEnd + "\n")
+	b.WriteString("\n" + end + "\n")
 	return b.String()
 }
 

@@ -63,6 +63,10 @@ var groupTitles = map[flagGroup]string{
 	groupNoEffect:      "Accepted with no effect (setting one logs a WARN)",
 }
 
+// hiddenKinds name, in the footer of --help, the kinds of flag it leaves
+// out.
+var hiddenKinds = map[flagGroup]string{groupAdvanced: "advanced", groupCompat: "compatibility", groupNoEffect: "no-effect"}
+
 // inHelp reports whether --help lists the group (--help-all lists all).
 func (g flagGroup) inHelp() bool { return g < groupAdvanced }
 

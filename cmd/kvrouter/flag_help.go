@@ -29,7 +29,7 @@ func installHelp(cmd *cobra.Command) {
 	cmd.InitDefaultHelpFlag()
 	fs.Lookup("help").Usage = "the flags by purpose"
 	var all bool
-	fs.BoolVar(&all, "help-all", false, "every flag, with the advanced, compatibility and no-effect ones")
+	fs.BoolVar(&all, "help-all", false, "every flag, also those --help leaves out")
 	for _, name := range []string{"help", "help-all"} {
 		setGroup(fs.Lookup(name), groupGeneral)
 	}
@@ -58,13 +58,13 @@ func writeHelp(w io.Writer, cmd *cobra.Command, all bool) error {
 	fmt.Fprintf(&b, "%s\n\nUsage:\n  %s\n", strings.TrimSpace(cmd.Long), cmd.UseLine())
 	groups := map[flagGroup][]*pflag.Flag{}
 	visitInOrder(cmd.Flags(), func(f *pflag.Flag) { groups[groupOf(f)] = append(groups[groupOf(f)], f) })
-	col, hidden := nameWidth(groups), 0
+	col, hidden, kinds := nameWidth(groups), 0, []string(nil)
 	for g := groupGeneral; g <= groupNoEffect; g++ {
-		if !all && !g.inHelp() {
-			hidden += len(groups[g])
+		if len(groups[g]) == 0 {
 			continue
 		}
-		if len(groups[g]) == 0 {
+		if !all && !g.inHelp() {
+			hidden, kinds = hidden+len(groups[g]), append(kinds, hiddenKinds[g])
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s:\n", g)
@@ -73,7 +73,7 @@ func writeHelp(w io.Writer, cmd *cobra.Command, all bool) error {
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(&b, "\n%s --help-all lists %d more: advanced, compatibility and no-effect flags.\n", cmd.CommandPath(), hidden)
+		fmt.Fprintf(&b, "\n%s --help-all lists %d more: %s flags.\n", cmd.CommandPath(), hidden, andList(kinds))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -94,19 +94,20 @@ func nameWidth(groups map[flagGroup][]*pflag.Flag) int {
 }
 
 // flagLine is one flag's line: its name and value, its help and its
-// default. A list default too long for the line is shortened to its first
-// item (docs/configuration.md has it whole).
+// default, unless the help states it. A list default too long for the
+// line is shortened to its first item (docs/configuration.md has it
+// whole).
 func flagLine(f *pflag.Flag, col int) string {
-	name := flagName(f)
-	line := name + strings.Repeat(" ", max(col-len(name), 0)+2) + helpLine(f)
+	name, help := flagName(f), helpLine(f)
+	line := name + strings.Repeat(" ", max(col-len(name), 0)+2) + help
 	def := defaultText(f)
-	if def == "" {
+	if def == "" || strings.Contains(help, "(default") {
 		return line
 	}
-	if full := line + " (default " + def + ")"; len(full) <= helpWidth || !strings.HasPrefix(def, "[") {
+	first, _, many := strings.Cut(strings.Trim(def, "[]"), ",")
+	if full := line + " (default " + def + ")"; len(full) <= helpWidth || !strings.HasPrefix(def, "[") || !many {
 		return full
 	}
-	first, _, _ := strings.Cut(strings.Trim(def, "[]"), ",")
 	return line + " (default [" + first + ",...])"
 }
 
@@ -150,4 +151,12 @@ func helpDetails(f *pflag.Flag) string {
 	_, usage := pflag.UnquoteUsage(f)
 	_, rest, _ := strings.Cut(usage, "\n")
 	return strings.Join(strings.Fields(rest), " ")
+}
+
+// andList joins words as a sentence does: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -83,5 +84,26 @@ func TestNodeHelpAllListsEveryFlag(t *testing.T) {
 		if name := sc.Text(); cmd.Flags().Lookup(name) == nil || !all[name] {
 			t.Errorf("--%s, accepted before, is gone or unlisted", name)
 		}
+	}
+}
+
+// TestRelayAndMockerHelpAreNarrow: the relay's and the mocker's help keep
+// to the same width, and list every flag between --help and --help-all.
+func TestRelayAndMockerHelpAreNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		sub string
+		cmd func() *cobra.Command
+	}{{"relay", newRelayCmd}, {"mocker", newMockerCmd}} {
+		t.Run(tc.sub, func(t *testing.T) {
+			short, all := helpLines(t, tc.sub, "--help"), helpLines(t, tc.sub, "--help-all")
+			checkWidth(t, tc.sub+" --help", short)
+			checkWidth(t, tc.sub+" --help-all", all)
+			listed := listedFlags(all)
+			tc.cmd().Flags().VisitAll(func(f *pflag.Flag) {
+				if !listed[f.Name] {
+					t.Errorf("%s --help-all does not list --%s", tc.sub, f.Name)
+				}
+			})
+		})
 	}
 }

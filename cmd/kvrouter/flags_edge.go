@@ -18,7 +18,7 @@ func registerBodyBudgetFlag(fs *pflag.FlagSet, v *int64) {
 
 // registerSessionKeyFlags registers where a request names its session.
 func registerSessionKeyFlags(fs *pflag.FlagSet, k *oaiedge.SessionKeys) {
-	fs.StringSliceVar(&k.Headers, "session-header", oaiedge.DefaultSessionHeaders, "headers of the session id, in order\n"+
+	fs.StringSliceVar(&k.Headers, "session-header", oaiedge.DefaultSessionHeaders, "session id headers, in order\n"+
 		"The first present wins. Router nodes and gateways must agree.")
 	fs.StringSliceVar(&k.BodyFields, "session-body-field", oaiedge.DefaultSessionBodyFields, "body fields of the session id\nUsed when no header names it; empty: none.")
 }
@@ -32,7 +32,7 @@ func registerAccessFlags(fs *pflag.FlagSet, a *oaiedge.AccessConfig) {
 		"The admin routes are the session routes, /metrics and /v1/route/explain. Prefer --operator-token-file. "+
 		"With no token and no --operator-ca, admin routes answer on loopback listeners only.")
 	fs.StringVar(&a.OperatorTokenFile, "operator-token-file", "", "file of operator tokens, one per line (# comments)")
-	fs.StringVar(&a.OperatorCA, "operator-ca", "", "PEM CA whose client certificates are operator credentials on TLS")
+	fs.StringVar(&a.OperatorCA, "operator-ca", "", "PEM CA of operators' client certificates (TLS listener)")
 }
 
 // registerAdminAddrFlag registers the separate listener of the admin

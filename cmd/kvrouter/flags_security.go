@@ -27,7 +27,23 @@ func (f *nodeFlags) registerSecurity(fs *pflag.FlagSet) {
 		"Members accept a join or leave that carries it, and --join presents it.")
 }
 
-// registerSecurity registers the relay's exposure option.
+// registerSecurity registers the relay's TLS on its three sides (the
+// gateway, the DC's cluster, the WAN) and its clients' and operators'
+// credentials.
 func (f *relayFlags) registerSecurity(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.cfg.Insecure, secure.InsecureFlag[2:], false, insecureUsage)
+	c := &f.cfg
+	fs.BoolVar(&c.Insecure, secure.InsecureFlag[2:], false, insecureUsage)
+	fs.StringVar(&c.GatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: serve the gateway over HTTPS\nWith --gateway-tls-key.")
+	fs.StringVar(&c.GatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
+	fs.StringVar(&c.WANTLS.Cert, "wan-tls-cert", "", "relay PEM certificate: mutual TLS between DCs\n"+
+		"On the summary publication; with --wan-tls-key and --wan-tls-ca.")
+	fs.StringVar(&c.WANTLS.Key, "wan-tls-key", "", "PEM private key of --wan-tls-cert")
+	fs.StringVar(&c.WANTLS.CA, "wan-tls-ca", "", "PEM CA certificate that signs every relay's WAN certificate")
+	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM certificate for the DC's cluster API (mutual TLS)\n"+
+		"When its nodes run with --cluster-tls-*; with --cluster-tls-key and --cluster-tls-ca.")
+	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM CA certificate of the DC's cluster")
+	registerAccessFlags(fs, &c.Edge.AccessConfig)
+	fs.StringVar(&c.Edge.UpstreamToken, "node-operator-token", "", "operator token sent to nodes and peer gateways\n"+
+		"To the router nodes' session routes and to peer gateways' session lookups; prefer KVR_NODE_OPERATOR_TOKEN.")
 }

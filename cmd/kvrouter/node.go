@@ -165,7 +165,7 @@ type logFlags struct {
 }
 
 func (l *logFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&l.level, "log-level", "info", "lowest level logged: debug, info, warn or error")
+	fs.StringVar(&l.level, "log-level", "info", "lowest level logged: debug, info, warn, error")
 	fs.StringVar(&l.format, "log-format", "text", "log record format: text or json")
 }
 
