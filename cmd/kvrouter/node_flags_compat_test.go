@@ -180,6 +180,10 @@ func TestNoEffectOptionLogsOneWarn(t *testing.T) {
 		t.Fatalf("defaults: err %v, log %q", err, log)
 	}
 	for name, val := range noEffectValues {
+		if fl := fs.Lookup(name); fl == nil || groupOf(fl) != groupNoEffect {
+			t.Errorf("--%s is no longer accepted with no effect: remove its case from noEffectValues", name)
+			continue
+		}
 		if val == "" {
 			continue
 		}
