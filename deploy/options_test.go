@@ -19,7 +19,7 @@ var pendingOptions []string
 
 var flagInHelp = regexp.MustCompile(`--([a-z0-9-]+)`)
 
-// optionState is what a subcommand's --help says of a KVR_* variable.
+// optionState is what a subcommand's --help-all says of a KVR_* variable.
 type optionState int
 
 const (
@@ -29,12 +29,13 @@ const (
 )
 
 // options returns the KVR_* variables the subcommand reads, from its
-// --help.
+// --help-all, which lists every flag (--help leaves out the advanced
+// ones and the other names of options).
 func options(t *testing.T, sub string) map[string]optionState {
 	t.Helper()
-	out, err := exec.Command(binary, sub, "--help").Output()
+	out, err := exec.Command(binary, sub, "--help-all").Output()
 	if err != nil {
-		t.Fatalf("kvrouter %s --help: %v", sub, err)
+		t.Fatalf("kvrouter %s --help-all: %v", sub, err)
 	}
 	m := map[string]optionState{"KVR_CONFIG": currentOption}
 	for _, line := range strings.Split(string(out), "\n") {

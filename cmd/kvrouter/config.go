@@ -111,7 +111,7 @@ func fileHasKey(path, key string) bool {
 // knownOption reports whether key names one of the command's options.
 func knownOption(fs *pflag.FlagSet, key string) bool {
 	name := strings.ReplaceAll(key, "_", "-")
-	return fs.Lookup(name) != nil && name != "config" && name != "help"
+	return fs.Lookup(name) != nil && !metaFlags[name]
 }
 
 // setFromSource sets the flag behind key unless the command line set it.
@@ -119,7 +119,7 @@ func knownOption(fs *pflag.FlagSet, key string) bool {
 func setFromSource(fs *pflag.FlagSet, key string, vals []string, source string) error {
 	name := strings.ReplaceAll(key, "_", "-")
 	f := fs.Lookup(name)
-	if f == nil || name == "config" || name == "help" {
+	if f == nil || metaFlags[name] {
 		return fmt.Errorf("%s: unknown option %q", source, key)
 	}
 	if f.Changed {

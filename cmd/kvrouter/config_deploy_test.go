@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"syscall"
@@ -98,7 +99,7 @@ func TestBootstrapWithJoinFollowsMembership(t *testing.T) {
 			if err := fs.Parse(args); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.resolve(); err != nil {
+			if err := f.resolve(fs, slog.Default()); err != nil {
 				t.Fatal(err)
 			}
 			if cc := f.cfg.Cluster; cc.Bootstrap != tc.wantBootstrap || cc.Join != tc.wantJoin {

@@ -20,7 +20,7 @@ var configKeyFlags = map[string]string{
 	"policy":                       "router-mode",
 	"affinity_ttl":                 "session-affinity-ttl",
 	"affinity_mode":                "session-affinity-mode",
-	"approximate_mode":             "no-kv-events",
+	"approximate_mode":             "kv-events",
 	"approx_ttl":                   "router-ttl",
 	"predict_ttl":                  "router-predicted-ttl",
 	"overlap_score_credit":         "kv-overlap-score-credit",

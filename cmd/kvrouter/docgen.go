@@ -8,48 +8,73 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Markers of the generated table in docs/configuration.md.
-const (
-	docBegin = "<!-- BEGIN GENERATED: kvrouter node options (cmd/kvrouter/docgen.go) -->"
-	docEnd   = "<!-- END GENERATED: kvrouter node options -->"
-)
+// docMarkers are the lines around the generated tables of a subcommand's
+// options in docs/configuration.md.
+func docMarkers(sub string) (begin, end string) {
+	return "<!-- BEGIN GENERATED: kvrouter " + sub + " options (cmd/kvrouter/docgen.go) -->",
+		"<!-- END GENERATED: kvrouter " + sub + " options -->"
+}
 
-// optionsTable renders the node's options as one Markdown table: each
-// option under its kvrouter name with its other names (reference aliases,
-// --no- forms), its KVR_* and DYN_* variables, its default and its help.
-// The table in docs/configuration.md is this function's output, checked
-// by TestConfigurationDocIsGenerated, so it cannot drift from the code.
-func optionsTable() string {
-	var f nodeFlags
-	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
-	f.register(fs)
+// documented are the subcommands whose options docs/configuration.md
+// lists, with the function that registers them.
+var documented = []struct {
+	sub      string
+	register func(*pflag.FlagSet)
+}{
+	{"node", func(fs *pflag.FlagSet) { new(nodeFlags).register(fs) }},
+	{"relay", func(fs *pflag.FlagSet) { new(relayFlags).register(fs) }},
+	{"mocker", func(fs *pflag.FlagSet) { new(mockerFlags).register(fs) }},
+}
+
+// optionsTable renders a subcommand's options as Markdown, one table per
+// group in the help's order: each option under its kvrouter name with its
+// other names (reference aliases, --no- forms), its KVR_* and DYN_*
+// variables, its default and its help with the details --help leaves
+// out. The tables in docs/configuration.md are this function's output,
+// checked by TestConfigurationDocIsGenerated, so they cannot drift from
+// the code.
+func optionsTable(sub string, register func(*pflag.FlagSet)) string {
+	fs := pflag.NewFlagSet(sub, pflag.ContinueOnError)
+	register(fs)
 	others := map[string][]string{}
-	var names []string
-	fs.VisitAll(func(fl *pflag.Flag) {
-		if a, ok := fl.Value.(aliased); ok && a.canonical() != "" {
-			others[a.canonical()] = append(others[a.canonical()], "--"+fl.Name)
+	groups := map[flagGroup][]*pflag.Flag{}
+	visitInOrder(fs, func(fl *pflag.Flag) {
+		if isAlias(fl) {
+			others[optionName(fl)] = append(others[optionName(fl)], "--"+fl.Name)
 			return
 		}
-		names = append(names, fl.Name)
+		groups[groupOf(fl)] = append(groups[groupOf(fl)], fl)
 	})
-	slices.Sort(names)
+	begin, end := docMarkers(sub)
 	var b strings.Builder
-	b.WriteString(docBegin + "\n")
-	b.WriteString("| option | other names | environment | default | meaning |\n|---|---|---|---|---|\n")
-	for _, name := range names {
-		fl := fs.Lookup(name)
-		alias := others[name]
-		envs := []string{"`" + EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "`"}
-		for _, n := range append([]string{name}, trimDashes(alias)...) {
-			for _, e := range referenceEnvOf(n) {
-				envs = append(envs, "`"+e+"`")
-			}
+	b.WriteString(begin + "\n")
+	for g := groupGeneral; g <= groupNoEffect; g++ {
+		if len(groups[g]) == 0 {
+			continue
 		}
-		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s | %s |\n", name, codeList(alias), strings.Join(envs, " "),
-			cell(fl.DefValue), cell(fl.Usage))
+		fmt.Fprintf(&b, "\n### %s\n\n| option | other names | environment | default | meaning |\n|---|---|---|---|---|\n", g)
+		for _, fl := range groups[g] {
+			b.WriteString(optionRow(fl, others[fl.Name]))
+		}
 	}
-	b.WriteString(docEnd + "\n")
+	b.WriteString("\n" + end + "\n")
 	return b.String()
+}
+
+// optionRow is an option's row of its group's table.
+func optionRow(fl *pflag.Flag, alias []string) string {
+	envs := []string{"`" + EnvPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_")) + "`"}
+	for _, n := range append([]string{fl.Name}, trimDashes(alias)...) {
+		for _, e := range referenceEnvOf(n) {
+			envs = append(envs, "`"+e+"`")
+		}
+	}
+	meaning := helpLine(fl)
+	if d := helpDetails(fl); d != "" {
+		meaning += ". " + d
+	}
+	return fmt.Sprintf("| `--%s` | %s | %s | %s | %s |\n", fl.Name, codeList(alias), strings.Join(envs, " "),
+		cell(fl.DefValue), cell(meaning))
 }
 
 func trimDashes(xs []string) []string {

@@ -76,9 +76,15 @@ func addAlias(fs *pflag.FlagSet, name, canon, usage string) {
 // router's BooleanOptionalAction style.
 func addBool(fs *pflag.FlagSet, p *bool, name string, def bool, usage string) {
 	fs.BoolVar(p, name, def, usage)
-	f := fs.VarPF(negatedBool{p: p, canon: name}, "no-"+name, "", "negation of --"+name)
+	addNegation(fs, p, "no-"+name, name)
+}
+
+// addNegation registers name as the negation of the boolean option canon,
+// whose value p holds.
+func addNegation(fs *pflag.FlagSet, p *bool, name, canon string) {
+	f := fs.VarPF(negatedBool{p: p, canon: canon}, name, "", "--"+canon+"=false")
 	f.NoOptDefVal = "true"
-	f.DefValue = strconv.FormatBool(!def)
+	f.DefValue = strconv.FormatBool(!*p)
 }
 
 // addSeconds registers an option in seconds; canon, when set, is the
@@ -90,19 +96,27 @@ func addSeconds(fs *pflag.FlagSet, p *time.Duration, name, canon, usage string) 
 
 // syncAliases makes every name of an option count as set on the command
 // line when one of them was, before the file and the environment are
-// applied to the names left alone.
+// applied to the names left alone. It marks in two passes, so that a name
+// visited before the one the command line used is marked as well.
 func syncAliases(fs *pflag.FlagSet) {
+	set := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		a, ok := f.Value.(aliased)
-		if !ok || a.canonical() == "" {
-			return
-		}
-		c := fs.Lookup(a.canonical())
-		if c == nil {
-			return
-		}
-		if f.Changed || c.Changed {
-			f.Changed, c.Changed = true, true
+		if f.Changed {
+			set[optionName(f)] = true
 		}
 	})
+	fs.VisitAll(func(f *pflag.Flag) {
+		if set[optionName(f)] {
+			f.Changed = true
+		}
+	})
+}
+
+// optionName is the name of the option a flag sets: its canonical flag's
+// for another name, else its own.
+func optionName(f *pflag.Flag) string {
+	if a, ok := f.Value.(aliased); ok && a.canonical() != "" {
+		return a.canonical()
+	}
+	return f.Name
 }

@@ -23,34 +23,71 @@ type mockerFlags struct {
 	log        logFlags
 }
 
+// register registers the mocker's options group by group, in the order
+// the help lists them.
 func (f *mockerFlags) register(fs *pflag.FlagSet) {
+	f.cfg.EnsureDefaults()
+	f.cfg.Engine.EnsureDefaults()
+	for _, g := range []struct {
+		group flagGroup
+		reg   func(*pflag.FlagSet)
+	}{
+		{groupGeneral, f.registerGeneral},
+		{groupServing, f.registerServing},
+		{groupModel, f.registerModel},
+		{groupEventPlane, f.registerEventPlane},
+		{groupObservability, f.log.register},
+	} {
+		grouped(fs, g.group, g.reg)
+	}
+}
+
+func (f *mockerFlags) registerGeneral(fs *pflag.FlagSet) {
 	c := &f.cfg
-	c.EnsureDefaults()
-	e := &c.Engine
-	e.EnsureDefaults()
-	fs.StringVar(&f.configPath, "config", "", "YAML file of options (keys as flag names with underscores); precedence: default < file < KVR_* environment < flag")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:0", "OpenAI-compatible HTTP address of the engine (port 0: any free port)")
-	fs.StringVar(&f.natsURL, "nats", "nats://"+natsbus.DefaultEmbeddedAddr, "NATS server URL the engine registers and publishes on")
+	registerConfigFlag(fs, &f.configPath)
 	fs.Uint64Var(&c.EngineID, "engine-id", 0, "engine id (0: random)")
 	fs.StringVar(&c.DC, "dc", c.DC, "data center name; must match the router nodes' --dc")
-	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "data-parallel ranks (one simulated engine each)")
+}
+
+// registerServing registers the engine's OpenAI-compatible HTTP side.
+func (f *mockerFlags) registerServing(fs *pflag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:0", "HTTP listen address (port 0: any free port)\nOpenAI-compatible.")
 	fs.StringVar(&c.EndpointURL, "endpoint-url", "", "base URL advertised to routers (default: from the listen address)")
-	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", c.HeartbeatInterval, "heartbeat period; routers drop an engine after their liveness timeout")
+	fs.StringVar(&c.APIKey, "api-key", "", "bearer token required on /v1 requests (prefer KVR_API_KEY)\n"+
+		"Like vLLM's --api-key; flags show in process lists.")
 	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "output tokens when a request sets no max_tokens")
+}
+
+// registerModel registers the simulated engine: its model, its KV cache,
+// its batching and its speed.
+func (f *mockerFlags) registerModel(fs *pflag.FlagSet) {
+	e := &f.cfg.Engine
 	fs.StringVar(&e.Model, "model", e.Model, "served model name")
 	fs.IntVar(&e.BlockSize, "block-size", e.BlockSize, "KV block size in tokens")
 	fs.IntVar(&e.NumBlocks, "num-blocks", e.NumBlocks, "KV capacity per rank in blocks")
 	fs.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget of one iteration (chunked prefill)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "most requests running at once")
-	fs.Float64Var(&e.SpeedUp, "speedup", e.SpeedUp, "run the timing model this many times faster than real time")
-	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "KV event protocol: kvrouter (NATS event plane) or vllm (vLLM's ZMQ/msgpack publisher with a replay socket, vLLM-named /metrics, no NATS)")
-	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint, "vllm protocol: ZMQ PUB address to bind (rank r binds port+r), like vLLM's kv-events-config endpoint")
-	fs.StringVar(&c.ReplayEndpoint, "replay-endpoint", server.DefaultReplayEndpoint, "vllm protocol: ZMQ ROUTER replay address to bind (rank r binds port+r; empty: no replay)")
-	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "vllm protocol: topic of the event messages")
-	fs.IntVar(&c.ReplayBufferSteps, "replay-buffer-steps", c.ReplayBufferSteps, "vllm protocol: batches kept per rank for replay (vLLM's buffer_steps)")
-	fs.StringVar(&c.APIKey, "api-key", "", "require this bearer token on /v1 requests, like vLLM's --api-key (prefer KVR_API_KEY: flags show in process lists)")
-	f.registerNATS(fs)
-	f.log.register(fs)
+	fs.IntVar(&f.cfg.DPSize, "dp-size", f.cfg.DPSize, "data-parallel ranks (one simulated engine each)")
+	fs.Float64Var(&e.SpeedUp, "speedup", e.SpeedUp, "timing model speed-up over real time")
+}
+
+// registerEventPlane registers how the engine registers and publishes
+// its KV events: kvrouter's NATS protocol, or vLLM's ZMQ wire.
+func (f *mockerFlags) registerEventPlane(fs *pflag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "event protocol: kvrouter (NATS) or vllm (ZMQ)\n"+
+		"vllm: vLLM's msgpack batches on a ZMQ PUB socket with a replay socket, vLLM-named /metrics, no NATS.")
+	fs.StringVar(&f.natsURL, "nats", "nats://"+natsbus.DefaultEmbeddedAddr, "NATS server to register on")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", c.HeartbeatInterval, "heartbeat period (routers drop a silent engine)\n"+
+		"Routers drop an engine whose heartbeats stop for their liveness timeout.")
+	registerNATSClient(fs, &f.natsAuth)
+	fs.StringVar(&c.KVEventsEndpoint, "kv-events-endpoint", c.KVEventsEndpoint, "vllm: ZMQ PUB address to bind\n"+
+		"Rank r binds port+r; like vLLM's kv-events-config endpoint.")
+	fs.StringVar(&c.ReplayEndpoint, "replay-endpoint", server.DefaultReplayEndpoint, "vllm: replay address (empty: none)\n"+
+		"A ROUTER socket; rank r binds port+r.")
+	fs.StringVar(&c.KVEventsTopic, "kv-events-topic", c.KVEventsTopic, "vllm: topic of the event messages")
+	fs.IntVar(&c.ReplayBufferSteps, "replay-buffer-steps", c.ReplayBufferSteps, "vllm: batches kept per rank for replay\nvLLM's buffer_steps.")
 }
 
 func newMockerCmd() *cobra.Command {
@@ -69,6 +106,7 @@ opaque block hashes, vLLM-named metrics on /metrics, and no NATS.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMocker(cmd, &f) },
 	}
 	f.register(cmd.Flags())
+	installHelp(cmd)
 	return cmd
 }
 

@@ -17,9 +17,8 @@ import (
 // its flags (with their --no- forms and deprecated aliases), presets,
 // tracking toggles and keyed tracking hashes, so that its command lines
 // work unchanged. Options kvrouter had under another name are aliases of
-// that option. Options whose mechanism kvrouter lacks are accepted, and a
-// WARN at startup says they have no effect when set away from their
-// default (docs/configuration.md lists them).
+// that option (registerCompat). Options whose mechanism kvrouter lacks are
+// accepted (registerNoEffect), and a WARN at startup names each one set.
 type referenceFlags struct {
 	loadAware, agentic bool
 	overlapWeight      float64 // deprecated; negative: unset
@@ -37,87 +36,57 @@ type referenceFlags struct {
 	stride             int
 	minInitialWorkers  int
 	eventThreads       int
-	noEffect           map[string]*bool // accepted boolean options without a mechanism here
-	deprecated         map[string]*bool // deprecated boolean options without a mechanism here
 }
 
-// noEffectBools are reference options that kvrouter accepts but does not
-// act on; see docs/configuration.md for why each is safe to ignore.
-var noEffectBools = []struct{ name, usage string }{
-	{"router-replica-sync", "reference: sync active sequences between routers (a kvrouter cluster replicates bindings through raft; load is per node plus engine reports)"},
-	{"decode-fallback", "reference: fall back to aggregated serving without prefill workers (kvrouter routes aggregated only)"},
-	{"router-conditional-disagg", "reference: conditional disaggregation (not supported: kvrouter routes aggregated only)"},
-	{"router-prefill-continue", "reference: let prefill workers finish responses (not supported: aggregated only)"},
-	{"serve-indexer", "reference: serve the indexer to other routers (kvrouter replicates the index through raft)"},
-	{"use-remote-indexer", "reference: query a remote indexer (kvrouter keeps its own, raft-fed)"},
-}
-
-// deprecatedBools are reference options it deprecated and dropped.
-var deprecatedBools = []struct{ name, usage string }{
-	{"router-durable-kv-events", "deprecated: JetStream-durable KV events (no effect)"},
-	{"router-reset-states", "deprecated: purge JetStream router state at start (no effect)"},
-}
-
-// registerReference registers the reference-named options.
-func (f *nodeFlags) registerReference(fs *pflag.FlagSet) {
+// registerCompat registers the other names of the node's options: the
+// reference router's names of options kvrouter names otherwise, and the
+// deprecated ones.
+func (f *nodeFlags) registerCompat(fs *pflag.FlagSet) {
 	r, d := &f.ref, &f.cfg.Dispatch
-	for _, a := range [][3]string{
-		{"router-kv-overlap-score-credit", "kv-overlap-score-credit", "reference name of --kv-overlap-score-credit"},
-		{"router-kv-overlap-score-credit-decay", "kv-overlap-score-credit-decay", "reference name of --kv-overlap-score-credit-decay"},
-		{"router-prefill-load-scale", "prefill-load-scale", "reference name of --prefill-load-scale"},
-		{"router-host-cache-hit-weight", "host-cache-hit-weight", "reference name of --host-cache-hit-weight"},
-		{"router-disk-cache-hit-weight", "disk-cache-hit-weight", "reference name of --disk-cache-hit-weight"},
-		{"router-decode-active-request-weight", "decode-active-request-weight", "reference name of --decode-active-request-weight"},
-		{"router-session-affinity-mode", "session-affinity-mode", "reference name of --session-affinity-mode"},
-		{"no-router-kv-events", "no-kv-events", "reference name of --no-kv-events"},
+	for _, a := range [][2]string{
+		{"router-kv-overlap-score-credit", "kv-overlap-score-credit"},
+		{"router-kv-overlap-score-credit-decay", "kv-overlap-score-credit-decay"},
+		{"router-prefill-load-scale", "prefill-load-scale"},
+		{"router-host-cache-hit-weight", "host-cache-hit-weight"},
+		{"router-disk-cache-hit-weight", "disk-cache-hit-weight"},
+		{"router-decode-active-request-weight", "decode-active-request-weight"},
+		{"router-session-affinity-mode", "session-affinity-mode"},
+		{"router-kv-events", "kv-events"},
 	} {
-		addAlias(fs, a[0], a[1], a[2])
+		addAlias(fs, a[0], a[1], "reference name of --"+a[1])
 	}
-	ev := fs.VarPF(negatedBool{p: &d.ApproximateMode, canon: "no-kv-events"}, "router-kv-events", "", "consume the engines' KV events (false: approximate mode, as --no-kv-events)")
-	ev.NoOptDefVal, ev.DefValue = "true", "true"
-	addSeconds(fs, &d.ApproxTTL, "router-ttl-secs", "router-ttl", "reference form of --router-ttl, in seconds")
-	addSeconds(fs, &d.PredictTTL, "router-predicted-ttl-secs", "router-predicted-ttl", "reference form of --router-predicted-ttl, in seconds")
-	addSeconds(fs, &d.AffinityTTL, "router-session-affinity-ttl-secs", "session-affinity-ttl", "reference form of --session-affinity-ttl, in seconds")
-	addSeconds(fs, &d.MaxRequestAge, "router-active-request-expiry-secs", "", "free a request whose completion never arrived after this many seconds (0: never)")
-	addBool(fs, &r.loadAware, "load-aware", false, "preset: KV mode with no overlap credit, KV events off, KV reuse not assumed; keeps prefill scale and host/disk weights")
-	addBool(fs, &r.agentic, "agentic", false, "preset: overlap credit 2, prefill load scale 4, decode active-request weight 64 (overrides those flags)")
-	addBool(fs, &r.trackActiveBlocks, "router-track-active-blocks", true, "count the KV blocks of in-flight requests per worker (always on here; off is refused)")
-	addBool(fs, &r.assumeKVReuse, "router-assume-kv-reuse", true, "de-duplicate prompt blocks shared by in-flight requests on a worker")
-	addBool(fs, &r.trackPrefill, "router-track-prefill-tokens", true, "count uncached prompt tokens as load until the first output token")
-	addBool(fs, &r.trackOutput, "router-track-output-blocks", false, "add a block of load each time a request's output crosses a block boundary")
-	fs.Float64Var(&r.overlapWeight, "router-kv-overlap-score-weight", -1, "deprecated: non-zero sets --prefill-load-scale; 0 sets it and the overlap credit to 0 (negative: unset)")
+	addNegation(fs, &f.kvEvents, "no-router-kv-events", "kv-events")
+	addSeconds(fs, &d.ApproxTTL, "router-ttl-secs", "router-ttl", "--router-ttl in seconds")
+	addSeconds(fs, &d.PredictTTL, "router-predicted-ttl-secs", "router-predicted-ttl", "--router-predicted-ttl in seconds")
+	addSeconds(fs, &d.AffinityTTL, "router-session-affinity-ttl-secs", "session-affinity-ttl", "--session-affinity-ttl in seconds")
+	fs.Float64Var(&r.overlapWeight, "router-kv-overlap-score-weight", -1, "deprecated form of --prefill-load-scale\n"+
+		"A value sets the prefill load scale, and 0 also the overlap credit; negative leaves it unset. It takes precedence over the options that replaced it, as in the reference.")
 	addAlias(fs, "kv-overlap-score-weight", "router-kv-overlap-score-weight", "deprecated name of --router-kv-overlap-score-weight")
-	f.registerReferenceMore(fs)
 }
 
-// registerReferenceMore registers the remaining reference options and the
-// library knobs that had no flag.
-func (f *nodeFlags) registerReferenceMore(fs *pflag.FlagSet) {
-	r, d := &f.ref, &f.cfg.Dispatch
-	fs.StringVar(&r.trackingHash, "router-tracking-hash", routing.TrackingPublic, "identities of in-flight requests: "+routing.TrackingPublic+" or "+routing.TrackingKeyed)
-	fs.StringVar(&r.trackingKeyFile, "router-tracking-key-file", "", "file of exactly 32 raw key bytes for "+routing.TrackingKeyed)
-	fs.StringVar(&r.trackingKeyID, "router-tracking-key-id", "", "non-empty id (epoch) of the tracking key")
-	fs.StringVar(&r.sharedCacheType, "shared-cache-type", "none", "external shared KV cache: none or hicache")
-	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "credit per shared-cache block beyond the device prefix (with --shared-cache-type other than none)")
-	fs.StringVar(&r.approxPolicy, "router-approximate-cache-policy", "ttl", "approximate-mode forgetting: ttl (lru is accepted and runs as ttl here)")
-	fs.StringVar(&r.prefillLoadModel, "router-prefill-load-model", "none", "prefill load model: none (aic is not supported)")
-	fs.IntVar(&r.stride, "router-active-sequence-stride", 1, "keep one active-sequence hash per N prompt blocks (1 here: every block)")
-	fs.IntVar(&r.minInitialWorkers, "router-min-initial-workers", 0, "wait for this many workers at startup (accepted; kvrouter serves as soon as any engine registers)")
-	fs.IntVar(&r.eventThreads, "router-event-threads", 4, "indexer threads (accepted; kvrouter's index needs no thread setting)")
-	fs.Float64Var(&d.DeviceAware.AcceleratorWeight, "encoder-cuda-to-cpu-ratio", d.DeviceAware.AcceleratorWeight, "device-aware-weighted: capacity of a non-CPU worker relative to a CPU worker")
-	fs.Float64Var(&d.TwoTier.CacheThreshold, "two-tier-cache-threshold", d.TwoTier.CacheThreshold, "two-tier: cached fraction above which the cache tier decides, in [0,1]")
-	fs.Int64Var(&d.TwoTier.BalanceAbsThreshold, "two-tier-balance-abs-threshold", d.TwoTier.BalanceAbsThreshold, "two-tier: spread of active requests above which load decides")
-	fs.Float64Var(&d.TwoTier.BalanceRelThreshold, "two-tier-balance-rel-threshold", d.TwoTier.BalanceRelThreshold, "two-tier: max/min ratio of active requests that must also be exceeded, >= 1")
-	fs.Float64Var(&d.TwoTier.HostCacheWeight, "two-tier-host-cache-weight", d.TwoTier.HostCacheWeight, "two-tier: weight of the host-memory run in the cache tier, in [0,1]")
-	r.noEffect, r.deprecated = map[string]*bool{}, map[string]*bool{}
-	for _, b := range noEffectBools {
-		r.noEffect[b.name] = new(bool)
-		addBool(fs, r.noEffect[b.name], b.name, false, b.usage)
-	}
-	for _, b := range deprecatedBools {
-		r.deprecated[b.name] = new(bool)
-		addBool(fs, r.deprecated[b.name], b.name, false, b.usage)
-	}
+// registerNoEffect registers the reference router's options that kvrouter
+// accepts without acting on them; their help says what happens here
+// instead, and warnNoEffect logs it for each one set. Giving one an
+// effect is moving its line to the register function of its purpose,
+// bound to the option it sets.
+func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
+	r := &f.ref
+	fs.StringVar(&r.approxPolicy, "router-approximate-cache-policy", "ttl", "ttl; lru is accepted and runs as ttl")
+	fs.StringVar(&r.sharedCacheType, "shared-cache-type", "none", "hicache: no shared-cache source feeds it")
+	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "no shared-cache source feeds the credit")
+	addBool(fs, new(bool), "decode-fallback", false, "kvrouter routes aggregated serving only")
+	addBool(fs, new(bool), "router-conditional-disagg", false, "kvrouter routes aggregated serving only")
+	addBool(fs, new(bool), "router-prefill-continue", false, "kvrouter routes aggregated serving only")
+	addBool(fs, new(bool), "router-replica-sync", false, "raft replicates bindings; load is per node")
+	addBool(fs, new(bool), "serve-indexer", false, "every node keeps its own index, fed by raft")
+	addBool(fs, new(bool), "use-remote-indexer", false, "every node keeps its own index, fed by raft")
+	addBool(fs, &r.trackActiveBlocks, "router-track-active-blocks", true, "always on; false is refused")
+	fs.IntVar(&r.stride, "router-active-sequence-stride", 1, "every prompt block is tracked (stride 1)")
+	fs.IntVar(&r.minInitialWorkers, "router-min-initial-workers", 0, "not enforced: before any engine, requests get 503")
+	fs.IntVar(&r.eventThreads, "router-event-threads", 4, "the index is concurrent without a thread setting")
+	fs.StringVar(&r.prefillLoadModel, "router-prefill-load-model", "none", "none (aic is refused)")
+	addBool(fs, new(bool), "router-durable-kv-events", false, "deprecated by the reference: JetStream-durable KV events")
+	addBool(fs, new(bool), "router-reset-states", false, "deprecated by the reference: purge of JetStream router state")
 }
 
 // errReference is the class of invalid reference options; messages name
@@ -127,9 +96,10 @@ var errReference = errors.New("invalid option")
 // resolveReference folds the reference options into the configuration:
 // deprecated aliases, presets, tracking toggles and the tracking key.
 // Errors name the flag.
-func (f *nodeFlags) resolveReference() error {
+func (f *nodeFlags) resolveReference(log *slog.Logger) error {
 	r, d := &f.ref, &f.cfg.Dispatch
-	for _, step := range []func() error{f.resolveDeprecated, f.resolvePresets, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
+	f.resolveDeprecated(log)
+	for _, step := range []func() error{f.resolvePresets, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -140,22 +110,16 @@ func (f *nodeFlags) resolveReference() error {
 
 // resolveDeprecated applies --router-kv-overlap-score-weight, which takes
 // precedence over the options that replaced it, as in the reference.
-func (f *nodeFlags) resolveDeprecated() error {
+func (f *nodeFlags) resolveDeprecated(log *slog.Logger) {
 	r, d := &f.ref, &f.cfg.Dispatch
-	for name, p := range r.deprecated {
-		if *p {
-			slog.Warn("deprecated option has no effect", "option", "--"+name)
-		}
-	}
 	if r.overlapWeight < 0 {
-		return nil
+		return
 	}
-	slog.Warn("deprecated option: use --router-prefill-load-scale and --router-kv-overlap-score-credit", "option", "--router-kv-overlap-score-weight")
+	log.Warn("deprecated option: use --prefill-load-scale and --kv-overlap-score-credit", "option", "--router-kv-overlap-score-weight")
 	d.KV.PrefillLoadScale = r.overlapWeight
 	if r.overlapWeight == 0 {
 		d.KV.OverlapScoreCredit = 0
 	}
-	return nil
 }
 
 // resolvePresets applies --load-aware and --agentic.
@@ -186,7 +150,6 @@ func (f *nodeFlags) resolveTracking() error {
 	case "none":
 	case "hicache":
 		d.KV.SharedCacheMultiplier = r.sharedCacheMult
-		slog.Warn("--shared-cache-type hicache: kvrouter has no shared-cache source, so no request gets shared-cache credit")
 	default:
 		return fmt.Errorf("%w: --shared-cache-type %q: want none or hicache", errReference, r.sharedCacheType)
 	}
@@ -243,22 +206,10 @@ func readKeyFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-// resolveAccepted warns about accepted options that have no effect here.
+// resolveAccepted refuses the values of accepted options that kvrouter
+// cannot honour even approximately.
 func (f *nodeFlags) resolveAccepted() error {
 	r := &f.ref
-	for name, p := range r.noEffect {
-		if *p {
-			slog.Warn("option accepted for compatibility has no effect in kvrouter", "option", "--"+name)
-		}
-	}
-	warn := func(cond bool, opt, why string) {
-		if cond {
-			slog.Warn("option accepted for compatibility: "+why, "option", opt)
-		}
-	}
-	warn(r.approxPolicy == "lru", "--router-approximate-cache-policy", "lru runs as ttl")
-	warn(r.stride != 1, "--router-active-sequence-stride", "every block is tracked (stride 1)")
-	warn(r.minInitialWorkers > 0, "--router-min-initial-workers", "requests before the first engine registers get 503")
 	switch {
 	case r.approxPolicy != "ttl" && r.approxPolicy != "lru":
 		return fmt.Errorf("%w: --router-approximate-cache-policy %q: want ttl or lru", errReference, r.approxPolicy)

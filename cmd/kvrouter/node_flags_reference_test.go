@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func resolveNode(t *testing.T, args, env []string) (node.Config, error) {
 	if err := resolveConfig(fs, f.configPath, env); err != nil {
 		return node.Config{}, err
 	}
-	if err := f.resolve(); err != nil {
+	if err := f.resolve(fs, slog.Default()); err != nil {
 		return node.Config{}, err
 	}
 	return f.cfg, f.cfg.Validate()

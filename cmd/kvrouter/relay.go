@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/gateway"
 	"github.com/kvrouter/kvrouter/relay/service"
@@ -28,45 +27,57 @@ type relayFlags struct {
 	log        logFlags
 }
 
+// register registers the relay's options group by group, in the order
+// the help lists them.
 func (f *relayFlags) register(fs *pflag.FlagSet) {
+	for _, g := range []struct {
+		group flagGroup
+		reg   func(*pflag.FlagSet)
+	}{
+		{groupGeneral, f.registerGeneral},
+		{groupServing, f.registerServing},
+		{groupFederation, f.registerFederation},
+		{groupEventPlane, f.registerEventPlane},
+		{groupSecurity, f.registerSecurity},
+		{groupObservability, f.registerObservability},
+	} {
+		grouped(fs, g.group, g.reg)
+	}
+}
+
+func (f *relayFlags) registerGeneral(fs *pflag.FlagSet) {
 	c := &f.cfg
-	fs.StringVar(&f.configPath, "config", "", "YAML file of options (keys as flag names with underscores); precedence: default < file < KVR_* environment < flag")
+	registerConfigFlag(fs, &f.configPath)
 	fs.StringVar(&c.DC, "dc", "dc1", "this relay's data center")
 	fs.StringVar(&c.Name, "name", "", "this relay's name towards its peers (default relay-<dc>)")
-	fs.StringVar(&c.NATS, "nats", "nats://127.0.0.1:4222", "the DC's NATS server (engine cards)")
-	fs.StringSliceVar(&c.Nodes, "nodes", []string{"http://127.0.0.1:8000"}, "the DC's router nodes' client URLs")
-	fs.StringSliceVar(&c.ClusterAPIs, "cluster-apis", []string{"127.0.0.1:7100"}, "the DC's router nodes' cluster API addresses (ownership stream)")
-	fs.StringVar(&c.GatewayAddr, "gateway-addr", "127.0.0.1:8080", "the DC's OpenAI-compatible ingress address")
-	fs.StringVar(&c.PublishAddr, "publish-addr", "127.0.0.1:7200", "where the DC's summaries are served to other DCs' relays (gRPC)")
-	f.registerPeers(fs)
-	fs.StringSliceVar(&f.pools, "pools", []string{fmt.Sprintf("%s:%d", mocker.DefaultModel, mocker.DefaultBlockSize)}, "pools summarised and searched, model:block_size each")
-	p := &c.Policy
-	fs.BoolVar(&p.LocalOnly, "local-only", false, "never forward for prefix reuse (sessions still go to the DC that owns them)")
-	fs.Float64Var(&p.PrefillCostPerTokenMs, "prefill-cost-per-token-ms", 0, "prefill time of one prompt token, the worth of a cached token (0: gateway default)")
-	fs.Float64Var(&p.UtilizationPenaltyMs, "utilization-penalty-ms", 0, "penalty of a fully utilised DC (0: gateway default)")
-	fs.Float64Var(&p.MaxUtilization, "max-utilization", 0, "skip remote DCs at or above this utilization (0: gateway default)")
-	fs.DurationVar(&p.MaxStaleness, "max-staleness", 0, "skip remote summaries not heard from for longer (0: gateway default)")
-	fs.Float64Var(&p.MinAdvantageMs, "min-advantage-ms", 0, "a remote DC must beat the local one by more than this")
-	fs.IntVar(&c.Producer.Filter.Capacity, "summary-capacity", service.DefaultSummaryCapacity, "blocks a pool's summary holds before it grows")
-	c.Producer.Filter.Kind = filter.KindCuckoo
-	fs.Var(summaryKind{&c.Producer.Filter.Kind}, "summary-kind", "the pools' summary filter: cuckoo (16-bit fingerprints, ~1.2e-4 false positives, 16.8 bits per block), cuckoo-compact (semi-sorted, ~9.3e-4, 12.6 bits per block) or bloom (no deletes: rebuilt and re-sent whole when a quarter of its entries are removed blocks; for pools that rarely evict)")
-	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", time.Second, "how often summaries carry the pools' load to peers")
-	fs.StringVar(&c.ClusterTLS.Cert, "cluster-tls-cert", "", "PEM certificate presented to the DC's cluster API when its nodes run with --cluster-tls-* (with --cluster-tls-key and --cluster-tls-ca)")
-	fs.StringVar(&c.ClusterTLS.Key, "cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
-	fs.StringVar(&c.ClusterTLS.CA, "cluster-tls-ca", "", "PEM CA certificate of the DC's cluster")
-	fs.StringVar(&c.WANTLS.Cert, "wan-tls-cert", "", "PEM certificate of this relay for mutual TLS on the summary publication between DCs (with --wan-tls-key and --wan-tls-ca)")
-	fs.StringVar(&c.WANTLS.Key, "wan-tls-key", "", "PEM private key of --wan-tls-cert")
-	fs.StringVar(&c.WANTLS.CA, "wan-tls-ca", "", "PEM CA certificate that signs every relay's WAN certificate")
-	fs.StringVar(&c.GatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: serve the gateway over HTTPS (with --gateway-tls-key)")
-	fs.StringVar(&c.GatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
-	fs.BoolVar(&f.peersHTTPS, "peer-gateways-https", false, "reach the peers' gateways over HTTPS (they run with --gateway-tls-*), trusting --wan-tls-ca when set, else the system's roots")
-	fs.StringArrayVar(&f.tokenizers, "tokenizer", nil, "MODEL=DIR (repeatable): the model's Hugging Face tokenizer files, so text prompts are searched by the engines' token blocks (without one a text prompt is served locally)")
-	f.registerNATS(fs)
-	f.registerEdges(fs)
-	f.registerSecurity(fs)
-	f.registerTelemetry(fs)
-	f.registerBodies(fs)
+}
+
+// registerServing registers the DC's ingress: where it listens, the
+// router nodes behind it and what it accepts.
+func (f *relayFlags) registerServing(fs *pflag.FlagSet) {
+	c := &f.cfg
+	fs.StringVar(&c.GatewayAddr, "gateway-addr", "127.0.0.1:8080", "the DC's OpenAI-compatible ingress")
+	fs.StringSliceVar(&c.Nodes, "nodes", []string{"http://127.0.0.1:8000"}, "URLs of the DC's router nodes")
+	fs.StringSliceVar(&c.ClusterAPIs, "cluster-apis", []string{"127.0.0.1:7100"}, "cluster APIs of the DC's nodes\n"+
+		"The relay follows the DC's block ownership from them.")
+	fs.StringArrayVar(&f.tokenizers, "tokenizer", nil, "MODEL=DIR: a model's Hugging Face tokenizer (repeatable)\n"+
+		"So that text prompts are searched by the engines' token blocks; without one a text prompt is served locally.")
+	registerBodyBudgetFlag(fs, &c.Edge.MaxBufferedBodyBytes)
+	registerSessionKeyFlags(fs, &c.Edge.SessionKeys)
+}
+
+// registerEventPlane registers the DC's NATS server, where the relay
+// follows the engines' cards, and how it authenticates there (a router
+// identity).
+func (f *relayFlags) registerEventPlane(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cfg.NATS, "nats", "nats://127.0.0.1:4222", "the DC's NATS server\nWhere the relay follows the engines' cards.")
+	registerNATSClient(fs, &f.cfg.NATSAuth)
+}
+
+func (f *relayFlags) registerObservability(fs *pflag.FlagSet) {
 	f.log.register(fs)
+	registerOTLPFlag(fs, &f.cfg.OTLPEndpoint)
+	registerAdminAddrFlag(fs, &f.cfg.Edge.AdminAddr)
 }
 
 // summaryKind is --summary-kind. It parses when it is set, so that a bad
@@ -137,7 +148,7 @@ hop away, and is then routed within that DC by its router cluster. Sessions are 
 one DC only.
 
 Every option can also be set in a YAML file (--config) or a KVR_* environment variable.
-Precedence: default < file < environment < flag.`,
+Precedence: default < file < environment < flag. See docs/configuration.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
@@ -159,5 +170,6 @@ Precedence: default < file < environment < flag.`,
 		},
 	}
 	f.register(cmd.Flags())
+	installHelp(cmd)
 	return cmd
 }

@@ -15,8 +15,23 @@ type deployFlags struct {
 	dnsServer string
 }
 
-func (f *nodeFlags) registerDeploy(fs *pflag.FlagSet) {
-	fs.StringVar(&f.deploy.dnsServer, "dns-server", "", "host:port of the DNS server every name the node dials or listens on is resolved with (peers, join, NATS, engines; default: the system's resolver)")
+// registerCluster registers the node's membership of its DC's raft
+// cluster: its addresses, its data, how it joins, and how names resolve.
+func (f *nodeFlags) registerCluster(fs *pflag.FlagSet) {
+	cc := &f.cfg.Cluster
+	fs.StringVar(&cc.RaftAddr, "raft-addr", "", "raft address; set, the node is a member of its DC's cluster")
+	fs.StringVar(&cc.APIAddr, "cluster-api-addr", "", "cluster API address (gRPC: write forwarding, kvrouter cluster)")
+	fs.StringVar(&cc.DataDir, "data-dir", "", "directory of raft log, tables, snapshots (empty: in memory)")
+	fs.StringSliceVar(&cc.Peers, "peers", nil, "static members, id=raft_addr/api_addr each, this node included")
+	fs.BoolVar(&cc.Bootstrap, "bootstrap", false, "bootstrap a new cluster from --peers when the data dir is empty\n"+
+		"Safe on every static member.")
+	fs.StringVar(&cc.Join, "join", "", "a member's cluster API address to join by, on an empty data dir")
+	fs.StringVar(&f.deploy.dnsServer, "dns-server", "", "host:port of the DNS server for every name the node uses\n"+
+		"Peers, join, NATS and engines; default: the system's resolver.")
+	fs.BoolVar(&cc.Recovery.RebuildOnCorruption, "rebuild-on-corruption", true, "rebuild a corrupt member's data from its peers\n"+
+		"A member whose raft log fails its checksums at start (or whose corrupt newest snapshots leave a gap to "+
+		"its log) sets its data aside (data_dir/corrupt-<time>), rejoins empty and is rebuilt from its peers; "+
+		"false refuses to start and leaves the decision to the operator.")
 }
 
 // resolveDeploy applies the deployment options. With both --bootstrap and
