@@ -18,22 +18,23 @@ var discardLogger = log.New(io.Discard, "", 0)
 // errIdle ends a connection that stayed silent for IdleTimeout.
 var errIdle = errors.New("vllmevents: no message within the idle timeout")
 
-// Run follows the publisher until ctx is done: it connects, replays what
-// the engine buffered since the last batch applied (everything, at start),
-// then applies live batches. A connection that fails or stays silent for
+// Run follows the publisher until ctx is done: it resyncs the worker
+// (the engine's cache predates the subscriber: a clear, then everything
+// the engine buffered), then applies live batches, catching up after
+// each reconnection. A connection that fails or stays silent for
 // IdleTimeout is replaced after Retry. It returns nil when ctx ends, and
 // an error only if called twice.
 func (s *Subscriber) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("vllmevents: subscriber already running")
 	}
-	s.begin()
-	cause := "start"
+	s.reset(ResyncStart)
+	cause := causeStart
 	for ctx.Err() == nil {
 		if err := s.session(ctx, cause); err != nil && ctx.Err() == nil {
 			s.log.Info("kv event connection ended", "err", err)
 		}
-		cause = "reconnect"
+		cause = causeReconnect
 		t := time.NewTimer(s.cfg.Retry)
 		select {
 		case <-ctx.Done():

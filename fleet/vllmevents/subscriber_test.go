@@ -1,10 +1,17 @@
 package vllmevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
@@ -18,7 +25,8 @@ type fakeEngine struct {
 	batches [][]byte
 	keep    int
 	replays int
-	fail    bool
+	// fail is how many of the next replays fail.
+	fail int
 }
 
 func (e *fakeEngine) next() (uint64, []byte) {
@@ -35,7 +43,8 @@ func (e *fakeEngine) next() (uint64, []byte) {
 
 func (e *fakeEngine) replay(_ context.Context, from uint64, fn func(uint64, []byte)) error {
 	e.replays++
-	if e.fail {
+	if e.fail > 0 {
+		e.fail--
 		return errors.New("replay endpoint unreachable")
 	}
 	for i := max(0, len(e.batches)-e.keep); i < len(e.batches); i++ {
@@ -64,7 +73,7 @@ func TestSubscriberSequence(t *testing.T) {
 	tests := []struct {
 		name string
 		keep int
-		fail bool
+		fail int
 		// deliver lists the batches delivered live, by number, after the
 		// engine has produced total batches.
 		total   int
@@ -73,14 +82,17 @@ func TestSubscriberSequence(t *testing.T) {
 		depth   int32
 		gaps    uint64
 		replays int
+		resyncs uint64
 		rejects uint64
 	}{
 		{name: "in order", keep: 10, total: 4, deliver: []int{0, 1, 2, 3}, depth: 4, replays: 0},
 		{name: "gap filled by replay", keep: 10, total: 5, deliver: []int{0, 1, 4}, depth: 5, gaps: 1, replays: 1},
 		{name: "duplicates after replay dropped", keep: 10, total: 5, deliver: []int{0, 3, 4}, depth: 5, gaps: 1, replays: 1},
-		{name: "replay buffer too short clears", keep: 1, total: 5, deliver: []int{0, 1, 4}, depth: 0, gaps: 1, replays: 1},
-		{name: "failed replay clears", keep: 10, fail: true, total: 4, deliver: []int{0, 3}, depth: 0, gaps: 1, replays: 1},
-		{name: "no replay endpoint clears", noRepl: true, total: 4, deliver: []int{0, 1, 3}, depth: 0, gaps: 1},
+		// The resync's replay returns batch 4 alone, whose parent is gone.
+		{name: "replay buffer too short resyncs", keep: 1, total: 5, deliver: []int{0, 1, 4}, depth: 0, gaps: 1, replays: 2, resyncs: 1},
+		{name: "failed replay resyncs", keep: 10, fail: 1, total: 4, deliver: []int{0, 3}, depth: 4, gaps: 1, replays: 2, resyncs: 1},
+		{name: "failed resync clears", keep: 10, fail: 2, total: 4, deliver: []int{0, 3}, depth: 0, gaps: 1, replays: 2, resyncs: 1},
+		{name: "no replay endpoint clears", noRepl: true, total: 4, deliver: []int{0, 1, 3}, depth: 0, gaps: 1, resyncs: 1},
 		{name: "first batch late is not a gap", noRepl: true, total: 4, deliver: []int{2, 3}, depth: 0, gaps: 0},
 	}
 	for _, tc := range tests {
@@ -101,8 +113,10 @@ func TestSubscriberSequence(t *testing.T) {
 			if got := depth(idx, tc.total); got != tc.depth {
 				t.Errorf("depth %d, want %d", got, tc.depth)
 			}
-			if st.Gaps != tc.gaps || e.replays != tc.replays || st.Rejected != tc.rejects {
-				t.Errorf("gaps %d replays %d rejected %d, want %d %d %d", st.Gaps, e.replays, st.Rejected, tc.gaps, tc.replays, tc.rejects)
+			// offline's start counts one resync.
+			if st.Gaps != tc.gaps || e.replays != tc.replays || st.Resyncs-1 != tc.resyncs || st.Rejected != tc.rejects {
+				t.Errorf("gaps %d replays %d resyncs %d rejected %d, want %d %d %d %d", st.Gaps, e.replays, st.Resyncs-1,
+					st.Rejected, tc.gaps, tc.replays, tc.resyncs, tc.rejects)
 			}
 		})
 	}
@@ -198,7 +212,7 @@ func TestSubscriberRefusesMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.begin()
+			s.reset(ResyncStart)
 			s.handleMessage(context.Background(), tc.frames)
 			if s.Stats().Rejected != 1 {
 				t.Fatalf("rejected %d", s.Stats().Rejected)
@@ -234,31 +248,139 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestSubscriberCursorMovedUnderIt: another writer advanced the worker's
-// cursor; the subscriber takes the cursor over, clears the worker and
-// rebuilds from the next batch, whose block chains on one it never saw.
-func TestSubscriberCursorMovedUnderIt(t *testing.T) {
-	idx := index.NewExact()
-	s := offline(t, 4, idx)
-	e := &fakeEngine{t: t, keep: 10}
-	for range 2 {
-		seq, p := e.next()
-		s.handle(context.Background(), seq, p)
-	}
-	cur, _ := idx.Cursor(routing.Worker{ID: 1})
-	other := routing.Event{Worker: routing.Worker{ID: 1}, ID: cur + 1, Kind: routing.EventCleared}
+// moveCursor has another writer advance w's cursor in idx, as a removal
+// of the engine, a restored snapshot or a new raft leader's replicated
+// cursor does.
+func moveCursor(t *testing.T, idx *index.Exact, w routing.Worker) {
+	t.Helper()
+	cur, _ := idx.Cursor(w)
+	other := routing.Event{Worker: w, ID: cur + 1, Kind: routing.EventCleared}
 	if err := idx.Apply(&other); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSubscriberCursorMovedUnderIt: another writer advanced the worker's
+// cursor. With a replay endpoint the subscriber resyncs from the engine's
+// buffer and ends with every block; without one it clears the worker and
+// rebuilds from the batch in hand, whose block chains on one it lost.
+func TestSubscriberCursorMovedUnderIt(t *testing.T) {
+	for _, replay := range []bool{true, false} {
+		t.Run(fmt.Sprintf("replay=%v", replay), func(t *testing.T) {
+			idx := index.NewExact()
+			s := offline(t, 4, idx)
+			e := &fakeEngine{t: t, keep: 10}
+			if replay {
+				s.replay = e.replay
+			}
+			for range 2 {
+				seq, p := e.next()
+				s.handle(context.Background(), seq, p)
+			}
+			moveCursor(t, idx, routing.Worker{ID: 1})
+			seq, p := e.next()
+			s.handleMessage(context.Background(), frames(seq, p)) // refused: out of step, then resynced
+			st := idx.Stats()
+			cur, _ := idx.Cursor(routing.Worker{ID: 1})
+			if replay && (depth(idx, 3) != 3 || st.Pairs != 3) || !replay && (st.Pairs != 0 || st.UnknownParents != 1) {
+				t.Fatalf("depth %d, stats %+v", depth(idx, 3), st)
+			}
+			if cur != s.ids || s.Stats().Resyncs != 2 || s.lost {
+				t.Fatalf("cursor %d (subscriber %d), resyncs %d, lost %v", cur, s.ids, s.Stats().Resyncs, s.lost)
+			}
+		})
+	}
+}
+
+// frames is a live message of batch seq.
+func frames(seq uint64, payload []byte) [][]byte {
+	return [][]byte{nil, binary.BigEndian.AppendUint64(nil, seq), payload}
+}
+
+// TestSubscriberReplayedBatchAfterCursorMoved is issue 28's sequence: the
+// worker's cursor moved under the subscriber (the engine expired and was
+// registered again), then a batch reaches it only through a gap's
+// replay. The replayed batch is refused as out of step, and the resync
+// that follows brings back every block the engine buffered, the withheld
+// batch's included.
+func TestSubscriberReplayedBatchAfterCursorMoved(t *testing.T) {
+	idx := index.NewExact()
+	s := offline(t, 4, idx)
+	e := &fakeEngine{t: t, keep: 100}
+	s.replay = e.replay
+	for range 7 {
+		seq, p := e.next()
+		s.handleMessage(context.Background(), frames(seq, p))
+	}
+	moveCursor(t, idx, routing.Worker{ID: 1})
+	e.next() // 7, withheld from the live stream
 	seq, p := e.next()
-	s.handle(context.Background(), seq, p) // refused: out of step
-	if got := idx.Stats().Pairs; got != 0 {
-		t.Fatalf("pairs %d after the retake, want 0", got)
+	s.handleMessage(context.Background(), frames(seq, p))
+	if got := depth(idx, 9); got != 9 {
+		t.Fatalf("depth %d after the replay, want 9 (stats %+v)", got, s.Stats())
+	}
+	if st := s.Stats(); st.Gaps != 1 || st.Resyncs != 2 || e.replays != 2 {
+		t.Fatalf("stats %+v, replays %d: want one gap, a resync after the start's and two replays", st, e.replays)
+	}
+}
+
+// TestSubscriberResyncRetry: a resync whose replay fails leaves the worker
+// rebuilt from live batches and is tried again once its backoff has
+// passed, on the next live batch; then the worker holds every block.
+func TestSubscriberResyncRetry(t *testing.T) {
+	idx := index.NewExact()
+	s := offline(t, 4, idx)
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	e := &fakeEngine{t: t, keep: 100}
+	s.replay = e.replay
+	seq, p := e.next()
+	s.handle(context.Background(), seq, p)
+	e.next() // withheld
+	e.fail = 2
+	seq, p = e.next()
+	s.handleMessage(context.Background(), frames(seq, p)) // the gap's replay and the resync's fail
+	if got, pairs := depth(idx, 3), idx.Stats().Pairs; got != 0 || pairs != 0 || !s.retry.pending {
+		t.Fatalf("depth %d, pairs %d, retry %+v: want the worker cleared and a retry due", got, pairs, s.retry)
 	}
 	seq, p = e.next()
-	s.handle(context.Background(), seq, p)
-	st := idx.Stats()
-	if cur, _ := idx.Cursor(routing.Worker{ID: 1}); cur != s.ids || st.UnknownParents != 1 || st.Pairs != 0 {
-		t.Fatalf("cursor %d (subscriber %d), stats %+v", cur, s.ids, st)
+	s.handleMessage(context.Background(), frames(seq, p)) // before the backoff: applied, no resync
+	if e.replays != 2 {
+		t.Fatalf("%d replays before the backoff passed, want 2", e.replays)
+	}
+	now = now.Add(s.cfg.Retry)
+	seq, p = e.next()
+	s.handleMessage(context.Background(), frames(seq, p))
+	if got := depth(idx, 5); got != 5 || s.retry.pending || e.replays != 3 {
+		t.Fatalf("depth %d, retry %+v, replays %d after the retry", got, s.retry, e.replays)
+	}
+}
+
+// TestSubscriberResyncIsLogged: a resync says why in one log line.
+func TestSubscriberResyncIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	m, _ := NewMetrics(nil)
+	s, err := New(Config{Worker: routing.Worker{ID: 1}, Endpoint: "tcp://127.0.0.1:1", BlockSize: 4}, index.NewExact(), m,
+		slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fakeEngine{t: t, keep: 1}
+	s.replay = e.replay
+	s.reset(ResyncStart)
+	for range 3 {
+		e.next()
+	}
+	s.handle(context.Background(), 0, e.batches[0])
+	s.handle(context.Background(), 2, e.batches[2])
+	logged := false
+	for _, l := range strings.Split(buf.String(), "\n") {
+		logged = logged || strings.Contains(l, `level=WARN msg="resyncing engine blocks"`) && strings.Contains(l, "reason=rolled_over")
+	}
+	if !logged {
+		t.Fatalf("no warning names the resync and its reason; log:\n%s", buf.String())
+	}
+	if got := testutil.ToFloat64(m.resyncs.WithLabelValues(ResyncRolledOver)); got != 1 {
+		t.Fatalf("rolled_over resyncs %v", got)
 	}
 }
