@@ -46,7 +46,7 @@ func (n *Node) engineEvents(idx fleet.Index) (func(ctx context.Context, w routin
 	return func(ctx context.Context, w routing.Worker, sp declared.Spec) {
 		log := n.log.With("worker", w.String(), "engine", sp.URL)
 		s, err := vllmevents.New(vllmevents.Config{Worker: w, Endpoint: sp.KVEvents, ReplayEndpoint: sp.Replay,
-			BlockSize: int(sp.BlockSize)}, sink, m, log)
+			ReplayTimeout: sp.ReplayTimeout, BlockSize: int(sp.BlockSize)}, sink, m, log)
 		if err != nil {
 			log.Error("engine KV events not followed", "err", err)
 			return
