@@ -12,19 +12,39 @@ import (
 // gatedSink lets only a node whose index accepts writes (a cluster's
 // leader) apply a declared engine's KV events; elsewhere they are dropped
 // and the cursor is the replicated one, so that a node that becomes the
-// leader finds its subscriber out of step and rebuilds the engine's state
-// from the engine's replay buffer (vllmevents: a moved cursor is taken
-// over with one clear).
+// leader finds its subscriber out of step, and the subscriber resyncs the
+// engine from the engine's replay buffer (vllmevents: a cursor moved
+// under the subscriber). It passes runs on whole, so that a batch is
+// proposed as one raft batch, not one per event.
 type gatedSink struct {
 	idx  fleet.Index
 	gate fleet.Gate
 }
+
+var _ vllmevents.RunSink = gatedSink{}
 
 func (g gatedSink) Apply(ev *routing.Event) error {
 	if !g.gate.Accepting() {
 		return nil
 	}
 	return g.idx.Apply(ev)
+}
+
+// ApplyRun implements vllmevents.RunSink: the index's own runs when it
+// has them (raftIngest does), else one event at a time.
+func (g gatedSink) ApplyRun(events []routing.Event) (int, error) {
+	if !g.gate.Accepting() {
+		return len(events), nil
+	}
+	if r, ok := g.idx.(fleet.RunIndex); ok {
+		return r.ApplyRun(events)
+	}
+	for i := range events {
+		if err := g.idx.Apply(&events[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(events), nil
 }
 
 func (g gatedSink) Cursor(w routing.Worker) (uint64, bool) { return g.idx.Cursor(w) }
