@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/node"
 )
 
 // TestDeclaredEngineReplayedBatchIsRouted: a batch that only the
@@ -169,4 +171,40 @@ func TestDeclaredEngineReplaySocketSilent(t *testing.T) {
 	if n := f.metric("kvrouter_vllmevents_resyncs_total", `reason="replay_failed"`); n != 1 {
 		t.Fatalf("%v resyncs after a silent replay, want 1", n)
 	}
+}
+
+// TestDeclaredEngineReplayInCluster runs the steps in a raft cluster,
+// where only the leader ingests a declared engine's events: the first
+// batch after the leader is ready, and a batch that only the replay
+// delivers right after the leader changed (possibly while no member took
+// events), reach every member's index.
+func TestDeclaredEngineReplayInCluster(t *testing.T) {
+	a, b := startVLLMEngine(t, 1, 0), startVLLMEngine(t, 2, 0)
+	c := startDCCluster(t, 0, func(cfg *node.Config) { cfg.Engines = []string{a.declaration(), b.declaration()} })
+	members := func() []*fleet {
+		var out []*fleet
+		for i, n := range c.nodes {
+			if c.stops[i] != nil {
+				out = append(out, &fleet{t: t, base: "http://" + n.Addr().String()})
+			}
+		}
+		return out
+	}
+	warm := seq(5000, 4*16)
+	for _, f := range members() {
+		waitUntil(t, 10*time.Second, "two routable engines", func() bool { return len(f.cachedBlocks(seq(1, 16))) == 2 })
+	}
+	a.cache(t, warm)
+	for _, f := range members() {
+		f.indexed(a, warm)
+	}
+	old := c.leader()
+	c.stop(old)
+	waitUntil(t, 20*time.Second, "a new leader", func() bool { l := c.leader(); return l >= 0 && l != old })
+	p, next := seq(10000, 10*16), seq(20000, 2*16)
+	withheld(t, a, p, next)
+	for _, f := range members() {
+		f.indexed(a, warm, p, next)
+	}
+	members()[0].routedTo(a, p)
 }

@@ -11,17 +11,23 @@ import (
 
 // gatedSink lets only a node whose index accepts writes (a cluster's
 // leader) apply a declared engine's KV events; elsewhere they are dropped
-// and the cursor is the replicated one, so that a node that becomes the
-// leader finds its subscriber out of step, and the subscriber resyncs the
-// engine from the engine's replay buffer (vllmevents: a cursor moved
-// under the subscriber). It passes runs on whole, so that a batch is
-// proposed as one raft batch, not one per event.
+// and the cursor is the replicated one. It is a vllmevents.GatedSink, so
+// that when this node becomes the leader its subscriber compares the
+// replicated cursor with its own and resyncs the engine from the engine's
+// replay buffer if they differ. It passes runs on whole, so that a batch
+// is proposed as one raft batch, not one per event.
 type gatedSink struct {
 	idx  fleet.Index
 	gate fleet.Gate
 }
 
-var _ vllmevents.RunSink = gatedSink{}
+var (
+	_ vllmevents.RunSink   = gatedSink{}
+	_ vllmevents.GatedSink = gatedSink{}
+)
+
+// Accepting implements vllmevents.GatedSink.
+func (g gatedSink) Accepting() bool { return g.gate.Accepting() }
 
 func (g gatedSink) Apply(ev *routing.Event) error {
 	if !g.gate.Accepting() {

@@ -79,7 +79,10 @@
 // because its cursor moved under the subscriber (the engine expired and
 // its blocks were dropped, a new raft leader holds another cursor): the
 // batches in hand, replayed ones included, are then left to the resync
-// instead of lost. vLLM offers no dump of its cache, so blocks whose
+// instead of lost. A GatedSink (a raft cluster member, whose index takes
+// events only while it leads) is also checked each time its gate opens:
+// a cursor other than the subscriber's ids means batches were dropped at
+// the gate, and the worker is resynced without waiting for the next one. vLLM offers no dump of its cache, so blocks whose
 // batches have left the buffer cannot be learnt; the clear keeps the
 // worker from claiming blocks that the lost batches removed. Without a
 // replay endpoint, or while the replay fails, the worker is rebuilt from

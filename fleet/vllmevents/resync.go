@@ -112,6 +112,28 @@ func (s *Subscriber) settle(ctx context.Context) bool {
 	return true
 }
 
+// gateCheck is how often a subscriber of a GatedSink looks at the gate. A
+// new raft leader opens it within moments of its election, so this adds
+// little to the time its index misses what the gate dropped.
+const gateCheck = 250 * time.Millisecond
+
+// checkGate resyncs the worker when the sink's gate opened since the last
+// check and the sink's cursor is not the subscriber's: events it numbered
+// were dropped at the gate, or never committed.
+func (s *Subscriber) checkGate(ctx context.Context) {
+	open := s.gate.Accepting()
+	opened := open && !s.open
+	s.open = open
+	if !opened {
+		return
+	}
+	if cur, _ := s.sink.Cursor(s.cfg.Worker); cur != s.ids {
+		s.log.Info("the index's cursor is not the subscriber's once its gate opened", "cursor", cur, "ids", s.ids)
+		s.lost = true
+	}
+	s.settle(ctx)
+}
+
 // retryDue resyncs the worker again once the backoff of a resync that
 // could not replay has passed.
 func (s *Subscriber) retryDue(ctx context.Context) {

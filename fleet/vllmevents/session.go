@@ -95,16 +95,24 @@ func receive(sub zmq4.Socket, msgs chan<- received, stop <-chan struct{}, done c
 }
 
 // read applies live messages until the connection fails, stays idle or
-// ctx ends.
+// ctx ends; with a GatedSink it looks at the gate every gateCheck.
 func (s *Subscriber) read(ctx context.Context, msgs <-chan received) error {
 	idle := time.NewTimer(s.cfg.IdleTimeout)
 	defer idle.Stop()
+	var gate <-chan time.Time
+	if s.gate != nil {
+		t := time.NewTicker(gateCheck)
+		defer t.Stop()
+		gate = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-idle.C:
 			return errIdle
+		case <-gate:
+			s.checkGate(ctx)
 		case r := <-msgs:
 			if r.err != nil {
 				return r.err

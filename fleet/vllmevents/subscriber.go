@@ -36,6 +36,7 @@ type Subscriber struct {
 	cfg     Config
 	sink    Sink
 	run     RunSink
+	gate    GatedSink
 	m       *Metrics
 	log     *slog.Logger
 	dec     *Decoder
@@ -62,6 +63,8 @@ type Subscriber struct {
 	// retry is set while the last resync could not replay the engine's
 	// buffer, so that the worker may lack blocks the engine holds.
 	retry retry
+	// open is the gate's state at the last check (GatedSink).
+	open bool
 
 	n counters
 }
@@ -93,6 +96,7 @@ func New(cfg Config, sink Sink, m *Metrics, log *slog.Logger) (*Subscriber, erro
 	s := &Subscriber{cfg: cfg, sink: sink, m: m, conv: conv, dec: NewDecoder(), now: time.Now,
 		log: log.With("worker", cfg.Worker.String(), "endpoint", cfg.Endpoint)}
 	s.run, _ = sink.(RunSink)
+	s.gate, _ = sink.(GatedSink)
 	if cfg.ReplayEndpoint != "" {
 		s.replay = zmqReplayer(cfg.ReplayEndpoint, cfg.ReplayTimeout, cfg.MaxPayloadBytes)
 	}

@@ -384,3 +384,50 @@ func TestSubscriberResyncIsLogged(t *testing.T) {
 		t.Fatalf("rolled_over resyncs %v", got)
 	}
 }
+
+// gated is an index that takes events only while open, as a raft
+// cluster's leader does.
+type gated struct {
+	*index.Exact
+	open bool
+}
+
+func (g *gated) Accepting() bool { return g.open }
+
+func (g *gated) Apply(ev *routing.Event) error {
+	if !g.open {
+		return nil
+	}
+	return g.Exact.Apply(ev)
+}
+
+// TestSubscriberGateOpens: batches dropped while the sink's gate was
+// closed are rebuilt from the engine's buffer when it opens, without a
+// further batch; a gate that opens on the subscriber's own cursor costs
+// nothing.
+func TestSubscriberGateOpens(t *testing.T) {
+	idx := &gated{Exact: index.NewExact()}
+	s := offline(t, 4, idx)
+	e := &fakeEngine{t: t, keep: 100}
+	s.replay = e.replay
+	for range 3 {
+		seq, p := e.next()
+		s.handleMessage(context.Background(), frames(seq, p))
+	}
+	s.checkGate(context.Background())
+	if depth(idx.Exact, 3) != 0 || e.replays != 0 {
+		t.Fatalf("a closed gate applied or resynced: depth %d, replays %d", depth(idx.Exact, 3), e.replays)
+	}
+	idx.open = true
+	s.checkGate(context.Background())
+	if got := depth(idx.Exact, 3); got != 3 || e.replays != 1 {
+		t.Fatalf("depth %d, replays %d once the gate opened: want 3 and 1", got, e.replays)
+	}
+	idx.open = false
+	s.checkGate(context.Background())
+	idx.open = true
+	s.checkGate(context.Background()) // in step: nothing to do
+	if e.replays != 1 || s.Stats().Resyncs != 2 {
+		t.Fatalf("replays %d, resyncs %d after reopening in step", e.replays, s.Stats().Resyncs)
+	}
+}
