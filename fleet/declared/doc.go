@@ -8,7 +8,8 @@
 //
 // A Spec names one data-parallel rank of one engine: its HTTP base URL,
 // its model, its KV block size and, optionally, its KV-event publisher,
-// replay endpoint and Prometheus page. Specs that share a URL are the
+// replay endpoint (with a bound on one replay request) and Prometheus
+// page. Specs that share a URL are the
 // ranks of one engine. An engine's id is derived from its URL, so it is
 // the same on every router node and across restarts of the router.
 //

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrSpec is wrapped by every error about a malformed engine declaration;
@@ -15,6 +16,11 @@ var ErrSpec = errors.New("declared: invalid engine declaration")
 // DefaultBlockSize is vLLM's default KV block size on GPUs; a declaration
 // without block-size assumes it.
 const DefaultBlockSize = 16
+
+// maxReplayTimeout bounds replay-timeout: a replay socket that needs
+// longer to send its buffer (a few megabytes by default) is as good as
+// silent, and the rank's events wait for it.
+const maxReplayTimeout = 10 * time.Minute
 
 // Spec declares one data-parallel rank of one engine.
 type Spec struct {
@@ -29,6 +35,11 @@ type Spec struct {
 	// endpoints (tcp://host:port); empty when the engine publishes none.
 	KVEvents string
 	Replay   string
+	// ReplayTimeout bounds one replay request to the engine (0: the
+	// subscriber's default, vllmevents.DefaultReplayTimeout). The KV
+	// events of the engine rank wait for it, so a replay socket that does
+	// not answer stalls them that long before the rank is resynced.
+	ReplayTimeout time.Duration
 	// Metrics is the URL of the engine's Prometheus page; empty means
 	// URL + "/metrics". "none" turns scraping off.
 	Metrics string
@@ -42,7 +53,7 @@ type Spec struct {
 }
 
 // ParseSpec parses one --engine value:
-// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,metrics=URL,dp-rank=R,kv-blocks=N,max-batched-tokens=N.
+// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,replay-timeout=D,metrics=URL,dp-rank=R,kv-blocks=N,max-batched-tokens=N.
 // Only url is required.
 func ParseSpec(s string) (Spec, error) {
 	sp := Spec{BlockSize: DefaultBlockSize}
@@ -62,7 +73,7 @@ func ParseSpec(s string) (Spec, error) {
 		case "dp-rank":
 			return parseUint(k, v, 0, 1<<10, &sp.DPRank)
 		default:
-			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, metrics, dp-rank, kv-blocks, max-batched-tokens)", ErrSpec, k)
+			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, replay-timeout, metrics, dp-rank, kv-blocks, max-batched-tokens)", ErrSpec, k)
 		}
 		return nil
 	})
@@ -73,7 +84,8 @@ func ParseSpec(s string) (Spec, error) {
 }
 
 // setTemplateKey sets the keys a static entry and a DNS template share:
-// model, block size and capacity overrides. It reports whether k is one.
+// model, block size, replay timeout and capacity overrides. It reports
+// whether k is one.
 func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 	switch k {
 	case "model":
@@ -88,6 +100,12 @@ func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 		sp.KVBlocks = n
 	case "max-batched-tokens":
 		return true, parseUint(k, v, 1, 1<<24, &sp.MaxBatchedTokens)
+	case "replay-timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxReplayTimeout {
+			return true, fmt.Errorf("%w: replay-timeout=%q must be a duration in (0, %v]", ErrSpec, v, maxReplayTimeout)
+		}
+		sp.ReplayTimeout = d
 	default:
 		return false, nil
 	}
