@@ -67,7 +67,7 @@
 // Edge limits are named constants with their reasons in limits.go, and the
 // slowloris defences are explained where they are set (Server.httpServer,
 // oaiedge.BodyReader, exchange.relayStream). The session headers are read
-// by oaiedge.ReadSession, as the DC gateway reads them, so that the
+// by oaiedge.SessionKeys.Read, as the DC gateway reads them, so that the
 // gateway homes a session by the key this node binds it by.
 //
 // Engine transport. Engines are called through net/http's Transport

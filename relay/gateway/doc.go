@@ -64,7 +64,7 @@
 //
 // # Sessions
 //
-// A request with a session header (oaiedge.ReadSession, the router
+// A request with a session header (oaiedge.SessionKeys.Read, the router
 // node's headers and precedence; the binding key is oaiedge.Session.Key,
 // the parent session when there is one) goes to the DC that
 // owns the session, whatever the prefix policy says: affinity is a
