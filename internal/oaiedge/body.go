@@ -122,10 +122,13 @@ func readGrowing(rd io.Reader, limit int64, budget *BodyBudget, hold *BodyHold) 
 	}
 }
 
-// refuseBudget readies the answer to ErrBodyBudget: Retry-After, and the
-// connection closed, since the unread body is not worth draining.
+// refuseBudget readies the answer to ErrBodyBudget: the connection
+// closed, since the unread body is not worth draining, and the
+// Retry-After of its class in budgetRows, which the edge's answer
+// (Class.Answer) sets again, so that the refusal's headers are complete
+// from the moment ReadHeld returns.
 func refuseBudget(w http.ResponseWriter) error {
-	w.Header().Set("Retry-After", BudgetRetryAfter)
+	budgetRows[0].setRetryAfter(w, ErrBodyBudget)
 	w.Header().Set("Connection", "close")
 	return ErrBodyBudget
 }

@@ -23,7 +23,9 @@
 // node binds it by), the bounded, deadline-bound body read (BodyReader),
 // the OpenAI error body (ErrorJSON, StreamErrorEvent), the error table
 // type with the classes of this package's refusals (NewTable, Entry:
-// each edge adds the rows of its own sentinels), the route refusals
+// each edge adds the rows of its own sentinels; Row.Retry gives a class
+// its retry advice, which Class.Answer, the one writer of an error
+// answer, sends as Retry-After), the route refusals
 // (NoRoute) and a pool of token buffers (ParsePooled, Request.Release).
 //
 // Why it exists. Both edges read the whole body of every request before
