@@ -26,7 +26,9 @@ type BodyReader struct {
 
 // Read is ReadHeld for a caller that keeps the body no longer than it
 // runs the request: the hold is released when the request's context ends
-// (when the handler returns, or the client goes away).
+// (when the handler returns, or the client goes away). The release runs
+// on a goroutine of its own (context.AfterFunc), one per request, so the
+// edges use ReadHeld and release the hold when the handler returns.
 func (br BodyReader) Read(w http.ResponseWriter, r *http.Request, alloc func(n int) []byte) ([]byte, error) {
 	body, hold, err := br.ReadHeld(w, r, alloc)
 	if err == nil && hold.b != nil {

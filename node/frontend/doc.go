@@ -147,7 +147,11 @@
 // does not rewrite bodies.
 //
 // Concurrency. A Server is safe for concurrent use; each request is served
-// on its own goroutine by net/http and calls the Router from it. Serve owns
+// on its own goroutine by net/http and calls the Router from it, and
+// forwarding it to the engine starts no other: the engine's lost context
+// is watched by a registration removed when the request ends, and a body's
+// share of the budget is released by the handler, not by a callback on the
+// request's context, which would run on a goroutine of its own. Serve owns
 // the HTTP server's goroutines and the engine transport's idle connections
 // and releases them before it returns.
 package frontend
