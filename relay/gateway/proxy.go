@@ -9,13 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
-
-// noDeadline clears a connection deadline.
-var noDeadline time.Time
 
 // relayBufBytes is the copy buffer of a relayed answer: one SSE event is
 // a few hundred bytes, so a read rarely fills it and each is flushed.
