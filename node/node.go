@@ -50,6 +50,8 @@ type Node struct {
 	tls       *tls.Config
 	certs     *mtls.Reloader
 	adminAddr atomic.Pointer[net.TCPAddr]
+	// selAddrs are the selection edges' addresses (selection_edges.go).
+	selAddrs selectionAddrs
 }
 
 // Ready reports what GET /ready reports: the node serves requests (a
@@ -293,6 +295,11 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 		return err
 	}
 	defer shutdownTracing()
+	edges, err := n.startSelection(disp, &fcfg, fcfg.Serving)
+	if err != nil {
+		return err
+	}
+	defer func() { edges.stop(cmpOr(fcfg.ShutdownTimeout, frontend.ShutdownTimeout)) }()
 	fe, err := frontend.New(fcfg, disp, n.metrics, n.log)
 	if err != nil {
 		return err

@@ -158,7 +158,12 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
 	}
-	return oaiedge.NewMux(s.errs, s.access, s.completionHandler, s.ready, own...)
+	own = append(own, s.cfg.Routes...)
+	completion := s.completionHandler
+	if s.cfg.NoProxy {
+		completion = nil
+	}
+	return oaiedge.NewMux(s.errs, s.access, completion, s.ready, own...)
 }
 
 // adminRoutes builds the admin listener's route table.
