@@ -40,6 +40,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	}{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
+		{groupServing, f.registerSelection},
 		{groupEngines, f.registerEngines},
 		{groupEventPlane, f.registerEventPlane},
 		{groupRouting, f.registerRouting},
@@ -47,8 +48,10 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 		{groupAdmission, f.registerAdmission},
 		{groupCluster, f.registerCluster},
 		{groupSecurity, f.registerSecurity},
+		{groupSecurity, f.registerSelectionSecurity},
 		{groupObservability, f.registerObservability},
 		{groupAdvanced, f.registerAdvanced},
+		{groupAdvanced, f.registerSelectionAdvanced},
 		{groupCompat, f.registerCompat},
 		{groupNoEffect, f.registerNoEffect},
 	} {

@@ -46,6 +46,17 @@
 // Overhead phases (hashing, matching, scheduling, total) and the predicted
 // hit ratio go to the node's metrics, as do the per-rank load gauges.
 //
+// # Selection without booking
+//
+// Select (select.go) runs the same steps for a caller that sends the
+// request to the engine itself (the node's selection API) and returns the
+// choice with every candidate's overlap, load and cost; step 7 is
+// replaced by policy.Decider.Settle: no load is booked, the decision is
+// recorded in the approximate or side index, and the session is settled
+// as a successful request's (a new session is bound). A caller that wants
+// the load booked calls Route and ends its Decision itself. Select does
+// not wait in the admission queue.
+//
 // # Session affinity
 //
 // With Config.AffinityTTL set, a request carrying a session id sticks to
@@ -135,7 +146,7 @@
 //
 // # Concurrency
 //
-// Route, Models, Unbind and RemoveEngine are safe for concurrent use and
+// Route, Select, Models, Unbind and RemoveEngine are safe for concurrent use and
 // are called from many request goroutines. The Decider and the session
 // store are themselves safe; the dispatcher's own state (the per-rank
 // gauges) is behind one RWMutex that the hot path only read-locks, and
