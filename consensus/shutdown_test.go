@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestShutdownResolvesInFlightProposals shuts the leader down while
@@ -33,7 +35,17 @@ func TestShutdownResolvesInFlightProposals(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(30 * time.Millisecond)
+		// The leader goes down while proposals flow through every node:
+		// once each node's clients have had one applied, the next ones
+		// are in flight.
+		waittest.Until(t, 10*time.Second, fmt.Sprintf("round %d: the leader applied a bind of each client", round), func() bool {
+			for g := range 6 {
+				if _, ok := c.nodes[l].FSM().Session(fmt.Sprintf("r%d-g%d-k0", round, g)); !ok {
+					return false
+				}
+			}
+			return true
+		})
 		c.kill(l)
 		cancel()
 		done := make(chan struct{})
