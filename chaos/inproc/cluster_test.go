@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/store"
 )
 
@@ -331,6 +332,22 @@ func (c *cluster) settle(t *testing.T, w *workload, rep *report, fault time.Time
 	ops := w.history()
 	rep.Unavail = ms(unavailability(ops, fault))
 	return ops
+}
+
+// outrun waits, while a load runs, until leader l applied more than
+// trailing entries past the isolated member f's last log entry. Raft
+// compacts a snapshot's log down to TrailingLogs entries behind its
+// head, so a snapshot the leader takes then has dropped entries f lacks:
+// f can only catch up by InstallSnapshot.
+func (c *cluster) outrun(l, f int, trailing uint64) {
+	c.t.Helper()
+	last := c.members[f].node.Raft().LastIndex()
+	waittest.UntilNil(c.t, 30*time.Second, fmt.Sprintf("the leader applied %d entries past the isolated member's last", trailing), func() error {
+		if applied := c.members[l].node.Raft().AppliedIndex(); applied <= last+trailing {
+			return fmt.Errorf("leader applied %d, isolated member's last entry %d", applied, last)
+		}
+		return nil
+	})
 }
 
 // converge waits until every running member applied the leader's commit

@@ -25,6 +25,7 @@ func TestS16SnapshotInstallUnderLoad(t *testing.T) {
 	time.Sleep(phase(t, 200*time.Millisecond))
 	c.isolate(f)
 	time.Sleep(phase(t, 500*time.Millisecond))
+	c.outrun(l, f, 64)
 	if err := c.members[l].node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
