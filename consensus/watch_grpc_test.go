@@ -169,10 +169,18 @@ func TestWatchOverrunEndsStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 100 {
-		fx.store(t, routing.Worker{ID: 1}, 500) // 2,000 hashes, 16 KiB a batch
+	// The watcher follows the ring once its first batch arrived. Without
+	// that, a server handler that starts after the ring moved on (a
+	// loaded machine) rightly begins with a snapshot instead.
+	fx.store(t, routing.Worker{ID: 1}, 500) // 2,000 hashes, 16 KiB a batch
+	first, err := s.Recv()
+	if err != nil || first.GetBatch() == nil || first.GetBatch().PrevIndex != 0 {
+		t.Fatalf("first message: batch %v, snapshot %v, err %v; want the first batch", first.GetBatch() != nil, first.GetSnapshot() != nil, err)
 	}
-	var pos uint64
+	pos := first.GetBatch().Index
+	for range 99 {
+		fx.store(t, routing.Worker{ID: 1}, 500)
+	}
 	for {
 		msg, err := s.Recv()
 		if err != nil {
