@@ -300,7 +300,7 @@ func TestStopAbortsRequestsInFlight(t *testing.T) {
 // TestRunWithHandler runs the engine without Serve: the caller serves
 // Handler itself and must name the endpoint.
 func TestRunWithHandler(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreAnyFunction(zmqPubWriter)) })
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
