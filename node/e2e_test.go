@@ -238,7 +238,7 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	}
 	// The engine publishes the prompt's blocks once its prefill is done;
 	// the next request may only be routed after they reach the index.
-	f.waitStored(1)
+	f.waitCached(seq(1000, 512), first)
 	again, cached := f.complete(append(seq(1000, 480), seq(90000, 64)...))
 	if again != first || cached < 480-16 {
 		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens", again, first, cached)
@@ -250,6 +250,39 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitCached waits until the node's index holds the prompt's full blocks
+// on worker w, as its own POST /v1/route/explain reports them. (A count
+// of applied events is not that: a stored event that arrives while the
+// engine's first snapshot is in flight is covered by the snapshot and
+// counted stale, not applied.)
+func (f *fleet) waitCached(prompt []int, w string) {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt})
+	waittest.UntilNil(f.t, 10*time.Second, fmt.Sprintf("the index holds the prompt's blocks on %s", w), func() error {
+		resp, err := http.Post(f.base+"/v1/route/explain", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var ex struct {
+			Blocks  int `json:"blocks"`
+			Engines []struct {
+				Engine string `json:"engine"`
+				Cached int    `json:"cached_blocks"`
+			} `json:"engines"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
+			return err
+		}
+		for _, e := range ex.Engines {
+			if e.Engine == w && e.Cached >= ex.Blocks && ex.Blocks > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("explain: %+v", ex)
+	})
 }
 
 // waitStored waits until the node applied n stored events.
@@ -391,12 +424,10 @@ func TestUnreachableEngineTrafficReroutes(t *testing.T) {
 // stored event for it has reached the index.
 func (f *fleet) promptServedBy(prefix string) []int {
 	f.t.Helper()
-	stored := testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok"))
 	for i := range 20 {
 		p := seq(10000*(i+1), 256)
 		w, _ := f.complete(p)
-		stored++
-		f.waitStored(stored)
+		f.waitCached(p, w)
 		if strings.HasPrefix(w, prefix) {
 			return p
 		}
