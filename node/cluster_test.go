@@ -248,7 +248,11 @@ func (c *dcCluster) idle() error {
 		if c.stops[i] == nil {
 			continue
 		}
-		for _, e := range n.EngineRegistry().Engines() {
+		reg := n.EngineRegistry()
+		if reg == nil {
+			return fmt.Errorf("n%d has no engine registry yet", i+1)
+		}
+		for _, e := range reg.Engines() {
 			for r, l := range e.Loads {
 				if l != (routing.Load{}) {
 					return fmt.Errorf("n%d: engine %d rank %d reports %+v", i+1, e.ID, r, l)
