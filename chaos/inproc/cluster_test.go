@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -332,6 +333,31 @@ func (c *cluster) settle(t *testing.T, w *workload, rep *report, fault time.Time
 	ops := w.history()
 	rep.Unavail = ms(unavailability(ops, fault))
 	return ops
+}
+
+// sample calls f every interval on its own goroutine until the returned
+// stop is called, and stop waits for it. The test's end calls stop too:
+// registered after the cluster's, that cleanup runs first, so a sampler
+// of a member's state never outlives a failed wait into the members'
+// shutdown.
+func sample(t testing.TB, every time.Duration, f func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			f()
+			time.Sleep(every)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // outrun waits, while a load runs, until leader l applied more than
