@@ -3,8 +3,8 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -142,7 +142,7 @@ load. Options also come from a YAML file (--config) and KVR_* variables (KVR_HTT
 			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
 				return err
 			}
-			log, err := f.log.logger(os.Stderr)
+			log, err := f.log.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -172,7 +172,9 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.format, "log-format", "text", "log record format: text or json")
 }
 
-func (l *logFlags) logger(w *os.File) (*slog.Logger, error) {
+// logger writes to w, the command's error stream (os.Stderr unless a
+// test set another).
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
