@@ -20,8 +20,8 @@ RACE_PKGS := ./consensus/... ./node/... ./relay/... ./fleet/... ./routing/index/
 # failing test still prints its whole stack (that comes from the binary's own tables). GOFLAGS
 # carries it, so that the kvrouter binary the process tests build shares the same compile.
 TESTGOFLAGS := $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-w
-PLAIN    := CGO_ENABLED=0 GOFLAGS="$(TESTGOFLAGS)"
-RACE     := CGO_ENABLED=1 GOFLAGS="$(TESTGOFLAGS)" $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
+PLAIN    := env CGO_ENABLED=0 GOFLAGS="$(TESTGOFLAGS)"
+RACE     := env CGO_ENABLED=1 GOFLAGS="$(TESTGOFLAGS)" $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
 PHASE    := PHASES=$(CURDIR)/bin/phases.txt $(CURDIR)/.ci/phase
 BENCHTIME ?= 1s
 CHAOS_SECONDS ?= 20
