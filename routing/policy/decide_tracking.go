@@ -14,6 +14,10 @@ type Tracking struct {
 	NoKVReuse bool
 	// NoPrefillTokens books no prefill load (track_prefill_tokens off).
 	NoPrefillTokens bool
+	// NoActiveBlocks books no KV blocks (track_active_blocks off), as for
+	// a disaggregated prefill stage, which hands its blocks off and does
+	// no decode.
+	NoActiveBlocks bool
 	// OutputBlocks adds a block each time a request's output crosses a
 	// block boundary (track_output_blocks).
 	OutputBlocks bool
@@ -21,6 +25,7 @@ type Tracking struct {
 
 // apply sets the toggles on a tracker configuration.
 func (t Tracking) apply(c load.Config) load.Config {
+	c.TrackActiveBlocks = !t.NoActiveBlocks
 	c.AssumeKVReuse = !t.NoKVReuse
 	c.TrackPrefillTokens = !t.NoPrefillTokens
 	c.TrackOutputBlocks = t.OutputBlocks
