@@ -89,8 +89,20 @@ func (d *Dispatcher) decidePair(ctx context.Context, rs *roleScratch, r *Request
 	dec := d.newDecision(ctx, q.Model, b.Decode, durl)
 	dec.Blocks, dec.CachedBlocks, dec.SessionBound = ds.Prefill.Blocks(), p.Prefill.CachedBlocks, p.Decode.Bound
 	dec.Prefill = d.newPrefillHop(ctx, q.Model, b.Prefill, purl)
-	dec.Prefill.CachedBlocks = p.Prefill.CachedBlocks
+	dec.Prefill.CachedBlocks, dec.Prefill.DPSize = p.Prefill.CachedBlocks, ranksOf(rs.layout.Prefill, p.Prefill.Worker.ID)
 	return dec, nil
+}
+
+// ranksOf counts the ranks of engine id: its data-parallel size, since
+// the registry lists every rank of a live engine.
+func ranksOf(ranks []routing.WorkerInfo, id routing.WorkerID) uint32 {
+	var n uint32
+	for i := range ranks {
+		if ranks[i].Worker.ID == id {
+			n++
+		}
+	}
+	return n
 }
 
 // newDecision wraps a booking in the Decision the frontend drives.

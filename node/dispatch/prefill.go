@@ -23,6 +23,10 @@ type PrefillHop struct {
 	// CachedBlocks is how many of the prompt's blocks the engine holds
 	// (predicted).
 	CachedBlocks int
+	// DPSize is the engine's number of data-parallel ranks: SGLang picks
+	// the prefill rank of a request by its bootstrap room modulo DPSize,
+	// so the room must name Worker.Rank.
+	DPSize uint32
 
 	done func(error)
 	lost context.Context
