@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -220,15 +219,6 @@ func (c *Cluster) URLs() []string {
 		}
 	}
 	return out
-}
-
-// Describe names the nodes and their addresses, for the report.
-func (c *Cluster) Describe() string {
-	var parts []string
-	for i, cfg := range c.cfgs {
-		parts = append(parts, fmt.Sprintf("%s http=%s raft=%s", cfg.NodeID, c.nodes[i].Addr(), cfg.Cluster.RaftAddr))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Stop stops the nodes, then the engines and NATS, and removes the data.

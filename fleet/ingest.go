@@ -6,7 +6,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
-	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
 // Index is what the plane needs of the exact prefix index. *index.Exact
@@ -93,13 +92,6 @@ func (g *ingester) accepting() bool {
 		clear(g.streams)
 	}
 	return false
-}
-
-// handleBatch decodes and applies one KVEventBatch payload. It is the
-// entry point for untrusted bytes and never panics.
-func (g *ingester) handleBatch(data []byte) {
-	w, inc, events, err := wire.DecodeBatch(data)
-	g.handleDecoded(w, inc, events, err)
 }
 
 // handleDecoded applies a decoded batch. Batches of engines that are not

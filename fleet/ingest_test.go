@@ -14,6 +14,13 @@ import (
 	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
+// handleBatch decodes and applies one KVEventBatch payload, as
+// Plane.onBatch and the applier do between them.
+func (g *ingester) handleBatch(data []byte) {
+	w, inc, events, err := wire.DecodeBatch(data)
+	g.handleDecoded(w, inc, events, err)
+}
+
 // ingestRig drives an ingester directly, with a recording fetch in place
 // of NATS requests.
 type ingestRig struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/fleet/declared"
@@ -202,7 +201,3 @@ func (c *Config) loadTokenizers() (map[string]*tokenize.Tokenizer, error) {
 	}
 	return m, nil
 }
-
-// shutdownGrace bounds how long Run waits for in-flight requests after its
-// context ends.
-const shutdownGrace = 10 * time.Second

@@ -28,7 +28,12 @@
 //     entries after the queued events; an engine's removal is a raft entry.
 //     Every node applies the entries to its FSM and to the exact index it
 //     routes from. A new leader starts from the replicated cursors, so a
-//     rank whose events it cannot account for is resynced.
+//     rank whose events it cannot account for is resynced. A declared
+//     engine's KV events (fleet/vllmevents) are followed on every member
+//     and ingested by the leader alone (gatedSink), a batch as one run; a
+//     new leader's subscriber compares the replicated cursor with its own
+//     and, when they differ, resyncs the engine from the engine's replay
+//     buffer.
 //   - Sessions: the dispatcher's session store is the cluster's
 //     (raftBindings over consensus.Sessions). It is authoritative, so a new
 //     session is bound by compare-and-set through raft before its first

@@ -43,15 +43,22 @@ type fleet struct {
 
 func startFleet(t *testing.T, engines int, tweak func(*node.Config)) *fleet {
 	t.Helper()
-	ign := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ign) })
+	return startFleetIgnoring(t, engines, tweak)
+}
+
+// startFleetIgnoring is startFleet with goroutines the leak check ignores
+// besides those running before the fleet starts.
+func startFleetIgnoring(t *testing.T, engines int, tweak func(*node.Config), ignore ...goleak.Option) *fleet {
+	t.Helper()
+	ignore = append(ignore, goleak.IgnoreCurrent())
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 	cfg := node.DefaultConfig()
 	cfg.HTTPAddr, cfg.NATSListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Events.LivenessTimeout = time.Second
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	log := slog.New(slog.DiscardHandler)
+	log := testLogger()
 	n, err := node.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,6 @@ func (n *Node) serveAdmin(ctx context.Context, fe *frontend.Server) (func(), err
 	if err != nil {
 		return nil, fmt.Errorf("admin_addr %s: %w", addr, err)
 	}
-	n.adminAddr.Store(ln.Addr().(*net.TCPAddr))
 	if n.tls != nil {
 		ln = tls.NewListener(ln, n.tls)
 	}
@@ -84,7 +83,3 @@ func (n *Node) serveAdmin(ctx context.Context, fe *frontend.Server) (func(), err
 	n.log.Info("admin routes on their own listener", "admin", ln.Addr().String())
 	return func() { <-done }, nil
 }
-
-// AdminAddr is the admin listener's address once Run has opened it, nil
-// without admin_addr.
-func (n *Node) AdminAddr() *net.TCPAddr { return n.adminAddr.Load() }

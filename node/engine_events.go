@@ -11,20 +11,46 @@ import (
 
 // gatedSink lets only a node whose index accepts writes (a cluster's
 // leader) apply a declared engine's KV events; elsewhere they are dropped
-// and the cursor is the replicated one, so that a node that becomes the
-// leader finds its subscriber out of step and rebuilds the engine's state
-// from the engine's replay buffer (vllmevents: a moved cursor is taken
-// over with one clear).
+// and the cursor is the replicated one. It is a vllmevents.GatedSink, so
+// that when this node becomes the leader its subscriber compares the
+// replicated cursor with its own and resyncs the engine from the engine's
+// replay buffer if they differ. It passes runs on whole, so that a batch
+// is proposed as one raft batch, not one per event.
 type gatedSink struct {
 	idx  fleet.Index
 	gate fleet.Gate
 }
+
+var (
+	_ vllmevents.RunSink   = gatedSink{}
+	_ vllmevents.GatedSink = gatedSink{}
+)
+
+// Accepting implements vllmevents.GatedSink.
+func (g gatedSink) Accepting() bool { return g.gate.Accepting() }
 
 func (g gatedSink) Apply(ev *routing.Event) error {
 	if !g.gate.Accepting() {
 		return nil
 	}
 	return g.idx.Apply(ev)
+}
+
+// ApplyRun implements vllmevents.RunSink: the index's own runs when it
+// has them (raftIngest does), else one event at a time.
+func (g gatedSink) ApplyRun(events []routing.Event) (int, error) {
+	if !g.gate.Accepting() {
+		return len(events), nil
+	}
+	if r, ok := g.idx.(fleet.RunIndex); ok {
+		return r.ApplyRun(events)
+	}
+	for i := range events {
+		if err := g.idx.Apply(&events[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(events), nil
 }
 
 func (g gatedSink) Cursor(w routing.Worker) (uint64, bool) { return g.idx.Cursor(w) }
@@ -46,7 +72,7 @@ func (n *Node) engineEvents(idx fleet.Index) (func(ctx context.Context, w routin
 	return func(ctx context.Context, w routing.Worker, sp declared.Spec) {
 		log := n.log.With("worker", w.String(), "engine", sp.URL)
 		s, err := vllmevents.New(vllmevents.Config{Worker: w, Endpoint: sp.KVEvents, ReplayEndpoint: sp.Replay,
-			BlockSize: int(sp.BlockSize)}, sink, m, log)
+			ReplayTimeout: sp.ReplayTimeout, BlockSize: int(sp.BlockSize)}, sink, m, log)
 		if err != nil {
 			log.Error("engine KV events not followed", "err", err)
 			return

@@ -45,11 +45,9 @@ type Node struct {
 	// clusterNode is the raft member in cluster mode, once Run started it.
 	clusterNode atomic.Pointer[consensus.Node]
 	// tls serves the client-facing API over HTTPS when set, its
-	// certificate from certs; adminAddr is the admin listener's address
-	// (edge.go).
-	tls       *tls.Config
-	certs     *mtls.Reloader
-	adminAddr atomic.Pointer[net.TCPAddr]
+	// certificate from certs.
+	tls   *tls.Config
+	certs *mtls.Reloader
 }
 
 // Ready reports what GET /ready reports: the node serves requests (a

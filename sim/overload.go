@@ -201,7 +201,6 @@ type overload struct {
 	good, rejected [2]int
 	served         [2]int64
 	backlogged     time.Duration
-	lastStep       time.Time
 	last           time.Time
 	now            time.Time
 }

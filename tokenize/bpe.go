@@ -24,9 +24,6 @@ type bpe struct {
 	cache wordCache
 }
 
-// noMerge is the rank of a pair without a merge rule.
-const noMerge = ^uint64(0)
-
 func pairKey(a, b uint32) uint64 { return uint64(a)<<32 | uint64(b) }
 
 // merge returns the rank and result of merging a then b.

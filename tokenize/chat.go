@@ -61,12 +61,6 @@ func (c *chatTemplates) pick(tools bool) (*jinja.Template, bool) {
 	return t, ok
 }
 
-// HasChatTemplate reports whether the model carries a chat template.
-func (t *Tokenizer) HasChatTemplate() bool {
-	_, ok := t.chat.pick(false)
-	return ok
-}
-
 // ApplyChatTemplate renders a conversation into the model's prompt text.
 // The template sees messages, tools (none when absent),
 // add_generation_prompt, the special tokens of tokenizer_config.json

@@ -1,9 +1,6 @@
 package tokenize
 
-import (
-	"encoding/json"
-	"errors"
-)
+import "encoding/json"
 
 // config is the part of tokenizer_config.json this package reads.
 type config struct {
@@ -120,5 +117,3 @@ func (c config) llamaAffixes(t *Tokenizer) (affixes, bool, error) {
 	}
 	return a, true, nil
 }
-
-var errNoConfig = errors.New("no tokenizer_config.json")

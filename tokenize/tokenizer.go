@@ -220,13 +220,6 @@ func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 	return id, ok
 }
 
-// SpecialToken returns a special token named in tokenizer_config.json
-// ("bos_token", "eos_token", ...), and whether the model defines it.
-func (t *Tokenizer) SpecialToken(key string) (string, bool) {
-	s, ok := t.cfg.specialTokens[key]
-	return s, ok
-}
-
 // scratch holds an encode call's working memory; it is pooled so that
 // steady-state encoding allocates nothing per token.
 type scratch struct {

@@ -36,7 +36,8 @@ type DNSSpec struct {
 	// MetricsPath is the Prometheus page's path ("none" turns scraping off).
 	MetricsPath string
 	DPSize      uint32
-	// Template carries model, block size and capacity overrides.
+	// Template carries model, block size, replay timeout and capacity
+	// overrides.
 	Template Spec
 }
 
@@ -70,8 +71,8 @@ func ParseDNS(s string) (DNSSpec, error) {
 		case "dp-size":
 			return parseUint(k, v, 1, 1<<10, &d.DPSize)
 		default:
-			return fmt.Errorf("%w: unknown key %q (known: name, srv, scheme, port, model, block-size, kv-events-port, replay-port, metrics-path, dp-size, kv-blocks, "+
-				"max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
+			return fmt.Errorf("%w: unknown key %q (known: name, srv, scheme, port, model, block-size, kv-events-port, replay-port, replay-timeout, "+
+				"metrics-path, dp-size, kv-blocks, max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
 		}
 		return nil
 	})

@@ -8,10 +8,11 @@
 //
 // A Spec names one data-parallel rank of one engine: its HTTP base URL,
 // its model, its KV block size and, optionally, its KV-event publisher,
-// replay endpoint and Prometheus page, and its role in disaggregated
-// serving (role= or type=: aggregated, prefill or decode, the card's
-// worker_type) with a prefill engine's bootstrap port and the engines'
-// transfer domain. Specs that share a URL are the
+// replay endpoint (with a bound on one replay request) and Prometheus
+// page, and its role in disaggregated serving (role= or type=:
+// aggregated, prefill or decode, the card's worker_type) with a prefill
+// engine's bootstrap port and the engines' transfer domain. Specs that
+// share a URL are the
 // ranks of one engine. An engine's id is derived from its URL, so it is
 // the same on every router node and across restarts of the router.
 //

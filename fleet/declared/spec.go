@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -17,6 +18,11 @@ var ErrSpec = errors.New("declared: invalid engine declaration")
 // DefaultBlockSize is vLLM's default KV block size on GPUs; a declaration
 // without block-size assumes it.
 const DefaultBlockSize = 16
+
+// maxReplayTimeout bounds replay-timeout: a replay socket that needs
+// longer to send its buffer (a few megabytes by default) is as good as
+// silent, and the rank's events wait for it.
+const maxReplayTimeout = 10 * time.Minute
 
 // Spec declares one data-parallel rank of one engine.
 type Spec struct {
@@ -31,6 +37,11 @@ type Spec struct {
 	// endpoints (tcp://host:port); empty when the engine publishes none.
 	KVEvents string
 	Replay   string
+	// ReplayTimeout bounds one replay request to the engine (0: the
+	// subscriber's default, vllmevents.DefaultReplayTimeout). The KV
+	// events of the engine rank wait for it, so a replay socket that does
+	// not answer stalls them that long before the rank is resynced.
+	ReplayTimeout time.Duration
 	// Metrics is the URL of the engine's Prometheus page; empty means
 	// URL + "/metrics". "none" turns scraping off.
 	Metrics string
@@ -56,8 +67,8 @@ type Spec struct {
 }
 
 // ParseSpec parses one --engine value:
-// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,metrics=URL,dp-rank=R,kv-blocks=N,max-batched-tokens=N,
-// role=prefill|decode|aggregated (or type=),bootstrap-port=N,transfer-domain=D.
+// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,replay-timeout=D,metrics=URL,dp-rank=R,kv-blocks=N,
+// max-batched-tokens=N,role=prefill|decode|aggregated (or type=),bootstrap-port=N,transfer-domain=D.
 // Only url is required.
 func ParseSpec(s string) (Spec, error) {
 	sp := Spec{BlockSize: DefaultBlockSize}
@@ -77,8 +88,8 @@ func ParseSpec(s string) (Spec, error) {
 		case "dp-rank":
 			return parseUint(k, v, 0, 1<<10, &sp.DPRank)
 		default:
-			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, metrics, dp-rank, kv-blocks, "+
-				"max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
+			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, replay-timeout, metrics, dp-rank, "+
+				"kv-blocks, max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
 		}
 		return nil
 	})
@@ -89,7 +100,8 @@ func ParseSpec(s string) (Spec, error) {
 }
 
 // setTemplateKey sets the keys a static entry and a DNS template share:
-// model, block size and capacity overrides. It reports whether k is one.
+// model, block size, replay timeout and capacity overrides. It reports
+// whether k is one.
 func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 	switch k {
 	case "model":
@@ -104,6 +116,23 @@ func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 		sp.KVBlocks = n
 	case "max-batched-tokens":
 		return true, parseUint(k, v, 1, 1<<24, &sp.MaxBatchedTokens)
+	case "replay-timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxReplayTimeout {
+			return true, fmt.Errorf("%w: replay-timeout=%q must be a duration in (0, %v]", ErrSpec, v, maxReplayTimeout)
+		}
+		sp.ReplayTimeout = d
+	default:
+		return sp.setRoleKey(k, v)
+	}
+	return true, nil
+}
+
+// setRoleKey sets the keys of disaggregated serving a static entry and a
+// DNS template share: the worker type, a prefill engine's bootstrap port
+// and the transfer domain. It reports whether k is one.
+func (sp *Spec) setRoleKey(k, v string) (bool, error) {
+	switch k {
 	case "role", "type":
 		return true, sp.setRole(k, v)
 	case "bootstrap-port":
@@ -113,10 +142,9 @@ func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 			return true, fmt.Errorf("%w: transfer-domain=%q must be 1..256 bytes", ErrSpec, v)
 		}
 		sp.TransferDomain = v
-	default:
-		return false, nil
+		return true, nil
 	}
-	return true, nil
+	return false, nil
 }
 
 // setRole sets the worker type from role= or type=, which name the same

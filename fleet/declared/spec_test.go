@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
@@ -16,8 +17,8 @@ func TestParseSpec(t *testing.T) {
 		want    Spec
 		wantErr string
 	}{
-		{name: "full", in: "url=http://h:8000/,model=M,block-size=64,kv-events=tcp://h:5557,replay=tcp://h:5558,metrics=http://h:8000/metrics,dp-rank=1,kv-blocks=100,max-batched-tokens=4096",
-			want: Spec{URL: "http://h:8000", Model: "M", BlockSize: 64, KVEvents: "tcp://h:5557", Replay: "tcp://h:5558",
+		{name: "full", in: "url=http://h:8000/,model=M,block-size=64,kv-events=tcp://h:5557,replay=tcp://h:5558,replay-timeout=2s,metrics=http://h:8000/metrics,dp-rank=1,kv-blocks=100,max-batched-tokens=4096",
+			want: Spec{URL: "http://h:8000", Model: "M", BlockSize: 64, KVEvents: "tcp://h:5557", Replay: "tcp://h:5558", ReplayTimeout: 2 * time.Second,
 				Metrics: "http://h:8000/metrics", DPRank: 1, KVBlocks: 100, MaxBatchedTokens: 4096}},
 		{name: "url only takes defaults", in: "url=https://e.example", want: Spec{URL: "https://e.example", BlockSize: DefaultBlockSize}},
 		{name: "unknown key is named", in: "url=http://h,blocksize=64", wantErr: `unknown key "blocksize"`},
@@ -25,6 +26,9 @@ func TestParseSpec(t *testing.T) {
 		{name: "url scheme", in: "url=h:8000", wantErr: `url="h:8000" is not an http(s) URL`},
 		{name: "block size range", in: "url=http://h,block-size=0", wantErr: `block-size="0"`},
 		{name: "replay needs events", in: "url=http://h,replay=tcp://h:1", wantErr: "needs kv-events"},
+		{name: "replay timeout is a duration", in: "url=http://h,replay-timeout=5", wantErr: `replay-timeout="5"`},
+		{name: "replay timeout is positive", in: "url=http://h,replay-timeout=-1s", wantErr: `replay-timeout="-1s"`},
+		{name: "replay timeout is bounded", in: "url=http://h,replay-timeout=1h", wantErr: `replay-timeout="1h"`},
 		{name: "event endpoint scheme", in: "url=http://h,kv-events=h:1", wantErr: `kv-events="h:1"`},
 		{name: "duplicate key", in: "url=http://h,url=http://g", wantErr: `key "url" given twice`},
 		{name: "not key=value", in: "url=http://h,oops", wantErr: `"oops" is not key=value`},
@@ -47,14 +51,15 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestParseDNS(t *testing.T) {
-	d, err := ParseDNS("name=vllm.ns.svc.cluster.local.,port=9000,model=M,block-size=32,kv-events-port=5557,replay-port=5600,dp-size=2,kv-blocks=7")
+	d, err := ParseDNS("name=vllm.ns.svc.cluster.local.,port=9000,model=M,block-size=32,kv-events-port=5557,replay-port=5600,replay-timeout=3s,dp-size=2,kv-blocks=7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	specs := d.specs("10.1.2.3", 9000)
 	if len(specs) != 2 || specs[1].KVEvents != "tcp://10.1.2.3:5558" || specs[1].Replay != "tcp://10.1.2.3:5601" ||
 		specs[0].URL != "http://10.1.2.3:9000" || specs[0].Metrics != "http://10.1.2.3:9000/metrics" ||
-		specs[1].DPRank != 1 || specs[0].BlockSize != 32 || specs[0].KVBlocks != 7 || specs[0].Model != "M" {
+		specs[1].DPRank != 1 || specs[0].BlockSize != 32 || specs[0].KVBlocks != 7 || specs[0].Model != "M" ||
+		specs[1].ReplayTimeout != 3*time.Second {
 		t.Fatalf("specs = %+v", specs)
 	}
 	if v6 := d.specs("fd00::1", 80); v6[0].URL != "http://[fd00::1]:80" {

@@ -22,7 +22,14 @@ func (s *Subscriber) handleMessage(ctx context.Context, frames [][]byte) {
 		s.reject(ReasonTopic, fmt.Errorf("topic %.64q", frames[0]), "want", s.cfg.Topic)
 		return
 	}
-	s.handle(ctx, binary.BigEndian.Uint64(frames[1]), frames[2])
+	s.retryDue(ctx)
+	seq, payload := binary.BigEndian.Uint64(frames[1]), frames[2]
+	s.handle(ctx, seq, payload)
+	if s.settle(ctx) {
+		// The batch in hand, unless the resync's replay delivered it; a
+		// sink that refuses it again is left for the next batch.
+		s.handle(ctx, seq, payload)
+	}
 }
 
 // handle orders one live batch against the sequence.
@@ -31,63 +38,84 @@ func (s *Subscriber) handle(ctx context.Context, seq uint64, payload []byte) {
 	case actFirst, actApply:
 		s.apply(seq, payload, true)
 	case actDuplicate:
-		s.n.duplicates.Add(1)
-		s.m.duplicates.Inc()
+		s.duplicate()
 	case actGap:
 		s.n.gaps.Add(1)
 		s.log.Info("kv event gap", "expected", s.seq.next, "got", seq)
-		s.repair(ctx, seq, payload, "gap")
+		s.repair(ctx, seq)
+		s.applyLive(seq, payload)
 	case actRestart:
 		s.restarted(fmt.Errorf("sequence %d after %d", seq, s.seq.next-1))
-		if seq == 0 {
-			s.apply(seq, payload, true)
-			return
+		if seq != 0 {
+			s.rebuild(ctx, causeResync)
 		}
-		s.repair(ctx, seq, payload, "restart")
+		s.applyLive(seq, payload)
 	}
 }
 
 // restarted handles a new engine incarnation: its sequence counts from 0
-// again and its cache starts empty, so the worker is cleared and the
-// sequence expects 0. It is counted as a regression, not as a gap.
+// again and its cache starts empty, so the worker is resynced (the caller
+// replays the new incarnation's buffer, if it published before this
+// batch). It is counted as a regression, not as a gap.
 func (s *Subscriber) restarted(why error) {
 	s.n.restarts.Add(1)
 	s.m.restarts.Inc()
 	s.reject(ReasonRegression, fmt.Errorf("engine restarted: %w", why))
-	s.clear("engine restarted")
-	s.seq = sequence{known: true}
+	s.reset(ResyncRestart)
 }
 
-// repair fills the hole before live batch seq by a replay, then applies
-// the live batch. What no replay can fill (no replay endpoint, a failed
-// replay, a buffer that no longer reaches back) clears the worker, which
-// is rebuilt from the batches that follow.
-func (s *Subscriber) repair(ctx context.Context, seq uint64, payload []byte, cause string) {
-	filled := s.replayFrom(ctx, s.seq.next, cause)
-	if cause == "gap" {
-		repair := "replay"
-		if !filled || s.seq.next < seq {
-			repair = "cleared"
-		}
-		s.m.gaps.WithLabelValues(repair).Inc()
+// repair fills the hole before live batch seq by a replay. What the
+// replay cannot fill (no replay endpoint, no complete answer, a buffer
+// that no longer reaches back) is resynced; a sink that lost step during
+// the replay is left to settle.
+func (s *Subscriber) repair(ctx context.Context, seq uint64) {
+	r := s.replayFrom(ctx, s.seq.next, causeGap)
+	if r == replayFilled && s.seq.next < seq {
+		r = replayRolledOver // it stopped short of the live batch
 	}
+	repair := "replay"
+	if r != replayFilled || s.lost {
+		repair = "resync"
+	}
+	s.m.gaps.WithLabelValues(repair).Inc()
+	if r != replayFilled && !s.lost {
+		s.resync(ctx, r.reason())
+	}
+}
+
+// applyLive applies the live batch that revealed a gap or a restart, once
+// the replay or resync is done: the replay may have delivered it already.
+func (s *Subscriber) applyLive(seq uint64, payload []byte) {
 	switch {
-	case s.seq.next > seq:
-		s.n.duplicates.Add(1)
-		s.m.duplicates.Inc()
-	case s.seq.next == seq:
+	case s.lost:
+	case s.seq.known && seq < s.seq.next:
+		s.duplicate()
+	case s.seq.known && seq > s.seq.next:
+		// The engine's buffer stopped short of a batch it had published:
+		// start again from this one rather than skip the hole.
+		s.clear("the replay stopped short of the live batch")
+		s.seq = sequence{}
 		s.apply(seq, payload, true)
 	default:
-		s.clear("gap not filled")
 		s.apply(seq, payload, true)
 	}
+}
+
+// duplicate drops a live batch that a replay already delivered.
+func (s *Subscriber) duplicate() {
+	s.n.duplicates.Add(1)
+	s.m.duplicates.Inc()
 }
 
 // apply decodes one batch and gives its events to the sink. A batch that
 // does not decode, or names another rank, is dropped whole; refused
 // events are dropped alone. Either way the sequence moves past it: the
-// engine would send the same bytes again.
+// engine would send the same bytes again. Nothing is applied while the
+// sink is out of step (a resync follows).
 func (s *Subscriber) apply(seq uint64, payload []byte, live bool) {
+	if s.lost {
+		return
+	}
 	s.seq.applied(seq, live)
 	s.lastPayload = xxh3.Hash(payload)
 	if len(payload) > s.cfg.MaxPayloadBytes {

@@ -106,7 +106,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.begin()
+	s.reset(ResyncStart)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -64,7 +64,7 @@ func offline(t *testing.T, blockSize int, sink Sink) *Subscriber {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.begin()
+	s.reset(ResyncStart)
 	return s
 }
 

@@ -59,17 +59,37 @@
 //
 // A Subscriber numbers the events it emits itself, contiguously from the
 // sink's cursor, and checks the engine's batch sequence: a batch that
-// follows the previous one applies; a gap is counted and repaired by a
-// replay, or, when there is no replay endpoint or the replay cannot fill
-// it, the worker is cleared (an AllBlocksCleared of its own) and rebuilt
-// from what arrives next. A sequence that goes back is an engine restart
-// (not a gap): the worker is cleared and the new incarnation's history is
-// replayed from 0. Live batches that a replay already delivered are
-// dropped as duplicates. At start, the subscriber clears the worker and
-// replays from 0, since the engine's cache predates it. After a
-// reconnection it replays from the last batch applied: the same engine
-// repeats that batch byte for byte, while a restarted one sends another
-// batch under that number, or none, which is handled as a restart.
+// follows the previous one applies; a gap is counted and filled by a
+// replay from the first missing batch; live batches that a replay already
+// delivered are dropped as duplicates. After a reconnection it replays
+// from the last batch applied: the same engine repeats that batch byte
+// for byte, while a restarted one sends another batch under that number,
+// or none.
+//
+// Whatever history it cannot follow batch by batch, the subscriber
+// resyncs by one rule: it clears the worker (an AllBlocksCleared of its
+// own), applies every batch the engine's replay buffer keeps, from its
+// oldest, and goes on with live batches; each resync is counted in
+// kvrouter_vllmevents_resyncs_total{reason} and logged with its reason.
+// It resyncs at start (the engine's cache predates it); after an engine
+// restart (a sequence that goes back, or a reconnection's replay that
+// does not repeat the last batch); after a gap that the replay cannot
+// fill (the buffer rolled over, no complete answer within ReplayTimeout,
+// no replay endpoint); and when the sink refuses an event as out of step
+// because its cursor moved under the subscriber (the engine expired and
+// its blocks were dropped, a new raft leader holds another cursor): the
+// batches in hand, replayed ones included, are then left to the resync
+// instead of lost. A GatedSink (a raft cluster member, whose index takes
+// events only while it leads) is also checked each time its gate opens:
+// a cursor other than the subscriber's ids means batches were dropped at
+// the gate, and the worker is resynced without waiting for the next one. vLLM offers no dump of its cache, so blocks whose
+// batches have left the buffer cannot be learnt; the clear keeps the
+// worker from claiming blocks that the lost batches removed. Without a
+// replay endpoint, or while the replay fails, the worker is rebuilt from
+// live batches, and a resync whose replay failed is tried again after a
+// backoff (Retry, doubling up to five minutes), on a later batch or
+// reconnection. kvrouter_vllmevents_replayed_batches_total{outcome} counts
+// what replays delivered (applied, duplicate, dropped).
 //
 // # Bad input
 //
@@ -88,7 +108,7 @@
 // works against libzmq without cgo, so the router stays a static binary;
 // its SUB socket does not resend subscriptions after a reconnect, so the
 // subscriber reconnects itself after IdleTimeout without a message and
-// asks for a replay from the next sequence each time.
+// asks for a replay from the last batch applied each time.
 //
 // # Concurrency
 //

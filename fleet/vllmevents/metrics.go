@@ -14,6 +14,8 @@ type Metrics struct {
 	rejected   *prometheus.CounterVec
 	gaps       *prometheus.CounterVec
 	replays    *prometheus.CounterVec
+	replayed   *prometheus.CounterVec
+	resyncs    *prometheus.CounterVec
 	restarts   prometheus.Counter
 	duplicates prometheus.Counter
 	skipped    *prometheus.CounterVec
@@ -32,11 +34,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_rejected_total",
 			Help: "Engine messages, batches or events refused, by reason."}, []string{"reason"}),
 		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_gaps_total",
-			Help: "Sequence gaps, by how they were repaired (replay, or cleared when the replay could not fill them)."}, []string{"repair"}),
+			Help: "Sequence gaps, by how they were repaired (replay; resync when the replay could not fill them)."}, []string{"repair"}),
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_replays_total",
-			Help: "Replay requests, by cause (start, gap, reconnect, restart) and outcome (ok, failed)."}, []string{"cause", "outcome"}),
+			Help: "Replay requests, by cause (start, gap, reconnect, resync) and outcome (ok, failed)."}, []string{"cause", "outcome"}),
+		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_replayed_batches_total",
+			Help: "Batches received from engines' replay sockets, by outcome (applied; duplicate: applied before; dropped: after a hole or while the index was out of step, left to a resync)."}, []string{"outcome"}),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_resyncs_total",
+			Help: "Resyncs of an engine's blocks (cleared, then rebuilt from the engine's whole replay buffer), by reason (start, restart, out_of_step, rolled_over, replay_failed, no_replay, retry)."}, []string{"reason"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_vllmevents_restarts_total",
-			Help: "Engine restarts seen as a sequence going back; the engine's blocks were cleared."}),
+			Help: "Engine restarts seen as a sequence going back; the engine's blocks were resynced."}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_vllmevents_duplicates_total",
 			Help: "Live batches dropped because a replay had already delivered them."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_vllmevents_skipped_events_total",
@@ -49,8 +55,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.batches, m.blocks, m.rejected, m.gaps, m.replays,
-		m.restarts, m.duplicates, m.skipped, m.sink, m.sessions} {
+	for _, c := range []prometheus.Collector{m.batches, m.blocks, m.rejected, m.gaps, m.replays, m.replayed,
+		m.resyncs, m.restarts, m.duplicates, m.skipped, m.sink, m.sessions} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -18,22 +18,23 @@ var discardLogger = log.New(io.Discard, "", 0)
 // errIdle ends a connection that stayed silent for IdleTimeout.
 var errIdle = errors.New("vllmevents: no message within the idle timeout")
 
-// Run follows the publisher until ctx is done: it connects, replays what
-// the engine buffered since the last batch applied (everything, at start),
-// then applies live batches. A connection that fails or stays silent for
+// Run follows the publisher until ctx is done: it resyncs the worker
+// (the engine's cache predates the subscriber: a clear, then everything
+// the engine buffered), then applies live batches, catching up after
+// each reconnection. A connection that fails or stays silent for
 // IdleTimeout is replaced after Retry. It returns nil when ctx ends, and
 // an error only if called twice.
 func (s *Subscriber) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("vllmevents: subscriber already running")
 	}
-	s.begin()
-	cause := "start"
+	s.reset(ResyncStart)
+	cause := causeStart
 	for ctx.Err() == nil {
 		if err := s.session(ctx, cause); err != nil && ctx.Err() == nil {
 			s.log.Info("kv event connection ended", "err", err)
 		}
-		cause = "reconnect"
+		cause = causeReconnect
 		t := time.NewTimer(s.cfg.Retry)
 		select {
 		case <-ctx.Done():
@@ -94,16 +95,24 @@ func receive(sub zmq4.Socket, msgs chan<- received, stop <-chan struct{}, done c
 }
 
 // read applies live messages until the connection fails, stays idle or
-// ctx ends.
+// ctx ends; with a GatedSink it looks at the gate every gateCheck.
 func (s *Subscriber) read(ctx context.Context, msgs <-chan received) error {
 	idle := time.NewTimer(s.cfg.IdleTimeout)
 	defer idle.Stop()
+	var gate <-chan time.Time
+	if s.gate != nil {
+		t := time.NewTicker(gateCheck)
+		defer t.Stop()
+		gate = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-idle.C:
 			return errIdle
+		case <-gate:
+			s.checkGate(ctx)
 		case r := <-msgs:
 			if r.err != nil {
 				return r.err

@@ -22,6 +22,18 @@ type RunSink interface {
 	ApplyRun(events []routing.Event) (int, error)
 }
 
+// GatedSink is a Sink that takes events only at times (a raft cluster's
+// leader, fleet.Gate): while Accepting reports false it drops them, and
+// its cursor is another writer's. Each time the gate opens, the
+// subscriber compares that cursor with its own ids and resyncs the worker
+// when they differ, so that batches dropped at the gate (or proposed by a
+// leader that lost them) come back from the engine's replay buffer even
+// when the engine publishes nothing more.
+type GatedSink interface {
+	Sink
+	Accepting() bool
+}
+
 // The package does not import fleet, so that fleet can import it; fleet's
 // Index and RunIndex have these methods.
 var _ Sink = (*index.Exact)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -12,7 +13,7 @@ import (
 // Stats are one subscriber's counters, for tests and diagnostics; the
 // process-wide Metrics count the same things.
 type Stats struct {
-	Batches, Gaps, Replays, Restarts, Rejected, Duplicates, Connects uint64
+	Batches, Gaps, Replays, Restarts, Rejected, Duplicates, Connects, Resyncs uint64
 }
 
 // counters are a subscriber's Stats, written by Run's goroutine and read
@@ -20,12 +21,13 @@ type Stats struct {
 type counters struct {
 	batches, gaps, replays, restarts atomic.Uint64
 	rejected, duplicates, connects   atomic.Uint64
+	resyncs                          atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
 	return Stats{Batches: c.batches.Load(), Gaps: c.gaps.Load(), Replays: c.replays.Load(),
 		Restarts: c.restarts.Load(), Rejected: c.rejected.Load(), Duplicates: c.duplicates.Load(),
-		Connects: c.connects.Load()}
+		Connects: c.connects.Load(), Resyncs: c.resyncs.Load()}
 }
 
 // Subscriber follows one engine rank's publisher and feeds its events to
@@ -34,6 +36,7 @@ type Subscriber struct {
 	cfg     Config
 	sink    Sink
 	run     RunSink
+	gate    GatedSink
 	m       *Metrics
 	log     *slog.Logger
 	dec     *Decoder
@@ -41,6 +44,7 @@ type Subscriber struct {
 	replay  replayer
 	batch   Batch
 	started atomic.Bool
+	now     func() time.Time
 
 	seq sequence
 	// ids is the id of the last event given to the sink.
@@ -51,6 +55,16 @@ type Subscriber struct {
 	// dirty says whether the sink may hold blocks of this worker that a
 	// clear has not removed; it spares repeated clears.
 	dirty bool
+	// lost says that the sink refused an event as out of step: its cursor
+	// moved under the subscriber (the engine expired and its blocks were
+	// dropped; a new raft leader holds another cursor). Nothing more is
+	// applied until a resync.
+	lost bool
+	// retry is set while the last resync could not replay the engine's
+	// buffer, so that the worker may lack blocks the engine holds.
+	retry retry
+	// open is the gate's state at the last check (GatedSink).
+	open bool
 
 	n counters
 }
@@ -79,9 +93,10 @@ func New(cfg Config, sink Sink, m *Metrics, log *slog.Logger) (*Subscriber, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Subscriber{cfg: cfg, sink: sink, m: m, conv: conv, dec: NewDecoder(),
+	s := &Subscriber{cfg: cfg, sink: sink, m: m, conv: conv, dec: NewDecoder(), now: time.Now,
 		log: log.With("worker", cfg.Worker.String(), "endpoint", cfg.Endpoint)}
 	s.run, _ = sink.(RunSink)
+	s.gate, _ = sink.(GatedSink)
 	if cfg.ReplayEndpoint != "" {
 		s.replay = zmqReplayer(cfg.ReplayEndpoint, cfg.ReplayTimeout, cfg.MaxPayloadBytes)
 	}
@@ -91,16 +106,6 @@ func New(cfg Config, sink Sink, m *Metrics, log *slog.Logger) (*Subscriber, erro
 // Stats returns the subscriber's counters.
 func (s *Subscriber) Stats() Stats { return s.n.stats() }
 
-// begin resumes the worker's event ids from the sink's cursor and clears
-// the worker: the engine's cache predates this subscriber, so whatever
-// the sink holds for it is stale.
-func (s *Subscriber) begin() {
-	s.ids, _ = s.sink.Cursor(s.cfg.Worker)
-	s.dirty = true
-	s.clear("subscriber start")
-	s.seq = sequence{}
-}
-
 // reject counts one piece of bad input.
 func (s *Subscriber) reject(reason string, err error, attrs ...any) {
 	s.n.rejected.Add(1)
@@ -108,23 +113,14 @@ func (s *Subscriber) reject(reason string, err error, attrs ...any) {
 	s.log.Warn("kv event input refused", append([]any{"reason", reason, "err", err}, attrs...)...)
 }
 
-// clear empties the worker in the sink with an AllBlocksCleared of the
-// subscriber's own, unless nothing was applied since the last clear.
-func (s *Subscriber) clear(why string) {
-	if !s.dirty {
+// deliver numbers events and gives them to the sink. A sink whose cursor
+// moved under the subscriber (another writer, a restored snapshot, a new
+// raft leader) refuses them as out of step: the subscriber is then lost,
+// applies nothing more and resyncs the worker (Subscriber.settle).
+func (s *Subscriber) deliver(events []routing.Event) {
+	if s.lost {
 		return
 	}
-	s.log.Info("clearing engine blocks", "why", why)
-	ev := routing.Event{Worker: s.cfg.Worker, Kind: routing.EventCleared, Tier: routing.TierDevice}
-	s.deliver([]routing.Event{ev})
-	s.dirty = false
-}
-
-// deliver numbers events and gives them to the sink. A sink whose cursor
-// moved under the subscriber (another writer, a restored snapshot) makes
-// it take the cursor over and forget the engine's history, which the next
-// batch then rebuilds from a clear.
-func (s *Subscriber) deliver(events []routing.Event) {
 	for i := range events {
 		s.ids++
 		events[i].ID = s.ids
@@ -137,22 +133,10 @@ func (s *Subscriber) deliver(events []routing.Event) {
 		}
 		s.sinkError(err)
 		if errIsOutOfStep(err) {
-			s.retake()
+			s.lost = true
 			return
 		}
 		i++ // the index consumed the event's id but refused its body
-	}
-}
-
-// retake resumes the ids from the sink's cursor, clears the worker there
-// (once: a sink that refuses again is left for the next batch) and forgets
-// the engine's sequence, so that the next batch starts a fresh history.
-func (s *Subscriber) retake() {
-	s.ids, _ = s.sink.Cursor(s.cfg.Worker)
-	s.seq.known, s.dirty = false, true
-	ev := routing.Event{Worker: s.cfg.Worker, ID: s.ids + 1, Kind: routing.EventCleared, Tier: routing.TierDevice}
-	if err := s.sink.Apply(&ev); err == nil {
-		s.ids, s.dirty = ev.ID, false
 	}
 }
 

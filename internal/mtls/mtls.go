@@ -79,17 +79,6 @@ func Own(cfg *tls.Config) *x509.Certificate {
 	return c.Leaf
 }
 
-// ServerCert loads a server certificate for a listener that asks clients
-// for none (a client-facing HTTPS API); prefix names the keys in errors,
-// "<prefix>_cert/<prefix>_key".
-func ServerCert(prefix, certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s_cert/%s_key: %v", ErrFiles, prefix, prefix, err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
 // CAPool reads the PEM certificates of file into a pool; key names the
 // file's configuration key in errors.
 func CAPool(key, file string) (*x509.CertPool, error) {

@@ -60,8 +60,8 @@ func NewReloader(prefix, certFile, keyFile string) (*Reloader, error) {
 }
 
 // ServerConfig returns a server configuration that asks clients for no
-// certificate and serves the Reloader's; like ServerCert, it allows
-// TLS 1.2 for clients that have no 1.3.
+// certificate and serves the Reloader's. It allows TLS 1.2 for clients
+// that have no 1.3.
 func (r *Reloader) ServerConfig() *tls.Config {
 	return &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12}
 }

@@ -46,10 +46,10 @@ func benchParse(b *testing.B, body []byte, o Options) {
 	b.ReportAllocs()
 	var scratch []uint32
 	for b.Loop() {
-		r, err := ParseReusing(body, Completions, o, scratch)
+		r, err := parseReusing(body, Completions, o, scratch)
 		if err != nil {
 			b.Fatal(err)
 		}
-		scratch = r.Scratch()
+		scratch = r.scratch
 	}
 }

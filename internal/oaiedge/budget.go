@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // ErrBodyBudget: the process already holds as many request body bytes as
@@ -19,13 +21,17 @@ var ErrBodyBudget = errors.New("oaiedge: the server is receiving too many reques
 // back off per key), and OpenAI's own answer to an overloaded server is
 // 503 with a retry.
 var budgetRows = []Row{
-	Entry(ErrBodyBudget, http.StatusServiceUnavailable, "server_error", "server_overloaded"),
+	Entry(ErrBodyBudget, http.StatusServiceUnavailable, "server_error", "server_overloaded").Retry(budgetRetryAfter),
 }
 
-// BudgetRetryAfter is the Retry-After (seconds) of an ErrBodyBudget
-// refusal: a body in flight is held for one request, so budget frees
-// within about a request's duration.
-const BudgetRetryAfter = "1"
+// budgetRetryAfter is the retry advice of an ErrBodyBudget refusal: a
+// body in flight is held for one request, so budget frees within about a
+// request's duration.
+const budgetRetryAfter = time.Second
+
+// BudgetRetryAfter is the Retry-After header of an ErrBodyBudget refusal,
+// as its class in budgetRows writes it.
+var BudgetRetryAfter = strconv.FormatInt(budgetRows[0].RetrySeconds(ErrBodyBudget), 10)
 
 // SmallBodyBytes is the size up to which a body may take the last quarter
 // of a BodyBudget. Larger bodies stop at three quarters, so that a flood

@@ -19,11 +19,13 @@
 //
 // Around the parser, the rest of what both edges do alike, so that they
 // cannot drift apart: the session headers and the binding key
-// (ReadSession, Session.Key: the gateway homes a session by the key the
+// (SessionKeys.Read, Session.Key: the gateway homes a session by the key the
 // node binds it by), the bounded, deadline-bound body read (BodyReader),
 // the OpenAI error body (ErrorJSON, StreamErrorEvent), the error table
 // type with the classes of this package's refusals (NewTable, Entry:
-// each edge adds the rows of its own sentinels), the route refusals
+// each edge adds the rows of its own sentinels; Row.Retry gives a class
+// its retry advice, which Class.Answer, the one writer of an error
+// answer, sends as Retry-After), the route refusals
 // (NoRoute) and a pool of token buffers (ParsePooled, Request.Release).
 //
 // Why it exists. Both edges read the whole body of every request before
@@ -53,16 +55,16 @@
 // a prompt (each member of a batch) is held to Options.MaxPromptTokens.
 // Every refusal is an *Error whose Kind is ErrMalformed, ErrInvalid or
 // ErrPromptTooLong and whose Param names the parameter ("" for none).
-// ParseReusing parses a pre-tokenized prompt into the caller's scratch
-// buffer, allocating nothing once the buffer is large enough but the copy
-// of a model name longer than one byte.
+// ParsePooled parses a pre-tokenized prompt into a pooled scratch buffer,
+// allocating nothing once the buffer is large enough but the copy of a
+// model name longer than one byte.
 //
 // Refusals. It does not tokenize text, does not decode fields routing
 // does not read, and does not rewrite or copy the body: Tokens may alias
 // the scratch buffer and Text is a copy. It maps to HTTP status only its
 // own refusals; an edge's sentinels are that edge's rows.
 //
-// Concurrency. Parse, ParseReusing and ParsePooled keep no state between
+// Concurrency. Parse and ParsePooled keep no state between
 // calls but the pool and may run concurrently; a scratch buffer belongs
 // to one parse at a time. A Scanner and a Request belong to one
 // goroutine. Tables, BodyReaders and the header lists are read-only. A

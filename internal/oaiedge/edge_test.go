@@ -122,7 +122,7 @@ func TestReadSession(t *testing.T) {
 			for k, v := range tc.headers {
 				h.Set(k, v)
 			}
-			s, err := ReadSession(h)
+			s, err := SessionKeys{}.Read(h, nil)
 			if tc.errParam != "" {
 				if !errors.Is(err, ErrInvalid) || ParamOf(err) != tc.errParam {
 					t.Fatalf("err %v (param %q), want param %q", err, ParamOf(err), tc.errParam)

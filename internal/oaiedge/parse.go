@@ -7,15 +7,6 @@ func Parse(body []byte, ep Endpoint, o Options) (Request, error) {
 	return parse(body, ep, o, nil, false)
 }
 
-// ParseReusing is Parse with the first token id array of the body parsed
-// into scratch[:0], so that a caller recycling buffers parses a long
-// pre-tokenized prompt without allocating; Request.Scratch returns the
-// buffer. On a refusal scratch may have been written to, and the caller
-// keeps it.
-func ParseReusing(body []byte, ep Endpoint, o Options, scratch []uint32) (Request, error) {
-	return parse(body, ep, o, scratch, true)
-}
-
 // parser is one parse in progress. It lives on the caller's stack.
 type parser struct {
 	s    Scanner

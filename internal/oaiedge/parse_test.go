@@ -12,9 +12,16 @@ import (
 	"pgregory.net/rapid"
 )
 
+// parseReusing is Parse with the first token id array of the body parsed
+// into scratch[:0], the buffer behind ParsePooled, so that tests see which
+// buffer a parse used (Request.scratch).
+func parseReusing(body []byte, ep Endpoint, o Options, scratch []uint32) (Request, error) {
+	return parse(body, ep, o, scratch, true)
+}
+
 // completions parses a completions body into scratch.
 func completions(body []byte, limit int, scratch []uint32) (Request, error) {
-	return ParseReusing(body, Completions, Options{MaxPromptTokens: limit}, scratch)
+	return parseReusing(body, Completions, Options{MaxPromptTokens: limit}, scratch)
 }
 
 // refusal returns the kind and param of err, which must be an *Error.
@@ -244,8 +251,8 @@ func TestParseReusingDoesNotAllocate(t *testing.T) {
 	scratch := make([]uint32, 0, 8192)
 	o := Options{MaxPromptTokens: 1 << 20}
 	allocs := testing.AllocsPerRun(20, func() {
-		r, err := ParseReusing(body, Completions, o, scratch)
-		if err != nil || len(r.Tokens) != 4096 || &r.Scratch()[0] != &scratch[:1][0] {
+		r, err := parseReusing(body, Completions, o, scratch)
+		if err != nil || len(r.Tokens) != 4096 || &r.scratch[0] != &scratch[:1][0] {
 			t.Fatalf("%d tokens, err %v, or not in the scratch buffer", len(r.Tokens), err)
 		}
 	})

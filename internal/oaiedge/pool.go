@@ -14,8 +14,9 @@ const maxPooledTokens = 256 << 10
 // a thousand requests a second, at both edges.
 var scratchPool = sync.Pool{New: func() any { return new([]uint32) }}
 
-// ParsePooled is ParseReusing with a scratch buffer from a pool the
-// package keeps. The caller calls Release once it no longer reads Tokens;
+// ParsePooled is Parse with the first token id array of the body parsed
+// into a scratch buffer from a pool the package keeps, so that a long
+// pre-tokenized prompt is parsed without allocating. The caller calls Release once it no longer reads Tokens;
 // on a refusal the buffer is back in the pool already.
 func ParsePooled(body []byte, ep Endpoint, o Options) (*Request, error) {
 	buf := scratchPool.Get().(*[]uint32)
@@ -30,7 +31,7 @@ func ParsePooled(body []byte, ep Endpoint, o Options) (*Request, error) {
 
 // Release gives the scratch buffer of ParsePooled back, keeping the
 // larger buffer when the parse outgrew it; Tokens must no longer be used.
-// It does nothing on a nil Request, a Request of Parse or ParseReusing,
+// It does nothing on a nil Request, a Request of Parse,
 // and after the first call.
 func (r *Request) Release() {
 	if r == nil || r.pooled == nil {

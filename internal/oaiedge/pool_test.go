@@ -50,7 +50,7 @@ func TestPooledBufferNotSharedByTwoArrays(t *testing.T) {
 				t.Fatalf("tokens %v, err %v", r.Tokens, err)
 			}
 			r.Release()
-			if r.Tokens != nil || r.Scratch() != nil {
+			if r.Tokens != nil || r.scratch != nil {
 				t.Fatal("Release kept the buffer")
 			}
 		})

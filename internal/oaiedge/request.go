@@ -134,8 +134,3 @@ func (r *Request) PromptTokens() int {
 	}
 	return (len(r.Text) + bpt - 1) / bpt
 }
-
-// Scratch is the buffer given to ParseReusing, or the larger one the
-// parse grew it into; Tokens may alias it. The caller recycles it once it
-// no longer uses Tokens. It is nil after Parse.
-func (r *Request) Scratch() []uint32 { return r.scratch }

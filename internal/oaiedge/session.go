@@ -98,11 +98,6 @@ func (s Session) Key() string {
 	return s.ID
 }
 
-// ReadSession reads the session with the default keys and no body.
-func ReadSession(h http.Header) (Session, error) {
-	return SessionKeys{Headers: DefaultSessionHeaders}.Read(h, nil)
-}
-
 // Read reads a request's session: the id from the headers, else from
 // req's body fields (req may be nil: headers only), the parent and the
 // final flag from their headers. It refuses ids over MaxSessionIDBytes

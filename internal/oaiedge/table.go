@@ -3,7 +3,10 @@ package oaiedge
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Errors of the edge itself, common to every OpenAI edge: what reading a
@@ -23,12 +26,57 @@ var (
 	ErrNotReady = errors.New("oaiedge: not ready")
 )
 
-// Class is how an error is answered: its HTTP status and the OpenAI
-// error type and code.
+// Class is how an error is answered: its HTTP status, the OpenAI error
+// type and code, and the retry advice.
 type Class struct {
 	Status int
 	Type   string
 	Code   string
+	// RetryAfter is the class's retry advice: when positive, every answer
+	// of the class carries Retry-After (RetrySeconds), so that a client
+	// refused for a passing condition (overload, a full store or body
+	// budget) knows when to come back instead of retrying at once.
+	RetryAfter time.Duration
+}
+
+// RetryAdvisor is an error that carries its own retry advice, such as a
+// queue refusal that knows its policy class's; when positive it wins over
+// the class's RetryAfter.
+type RetryAdvisor interface {
+	RetryAdvice() time.Duration
+}
+
+// RetrySeconds is the Retry-After of err's answer in class c, in whole
+// seconds rounded up (the header carries no fractions, and rounding down
+// would bring a client back early); 0 means none. Only a class that
+// advises a retry lets an error's own advice replace its RetryAfter.
+func (c Class) RetrySeconds(err error) int64 {
+	if c.RetryAfter <= 0 {
+		return 0
+	}
+	d := c.RetryAfter
+	var ra RetryAdvisor
+	if errors.As(err, &ra) && ra.RetryAdvice() > 0 {
+		d = ra.RetryAdvice()
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// Answer writes an error answer of class c for err with body: the
+// Retry-After of RetrySeconds, then body as JSON with c.Status. Every
+// error answer of an edge is written here, the table's (Write) and an
+// edge's own bodies alike, so that no answer of a class that advises a
+// retry leaves without it.
+func (c Class) Answer(w http.ResponseWriter, err error, body []byte) {
+	c.setRetryAfter(w, err)
+	WriteJSON(w, c.Status, body)
+}
+
+// setRetryAfter sets the Retry-After of err's answer in class c, if any.
+func (c Class) setRetryAfter(w http.ResponseWriter, err error) {
+	if s := c.RetrySeconds(err); s > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(s, 10))
+	}
 }
 
 // Row maps a sentinel, matched with errors.Is, to its class.
@@ -38,9 +86,15 @@ type Row struct {
 }
 
 // Entry is the row mapping err to status and the OpenAI error type and
-// code.
+// code, with no retry advice.
 func Entry(err error, status int, typ, code string) Row {
 	return Row{Err: err, Class: Class{Status: status, Type: typ, Code: code}}
+}
+
+// Retry returns r advising a retry after d (Class.RetryAfter).
+func (r Row) Retry(d time.Duration) Row {
+	r.RetryAfter = d
+	return r
 }
 
 // Table maps every error an edge answers with to its class. Rows are
@@ -48,7 +102,7 @@ func Entry(err error, status int, typ, code string) Row {
 type Table []Row
 
 // Internal is the class of errors no row matches.
-var Internal = Class{http.StatusInternalServerError, "server_error", "internal_error"}
+var Internal = Class{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error"}
 
 // edgeRows are the classes of the refusals of this package.
 var edgeRows = []Row{
@@ -78,11 +132,11 @@ func (t Table) Classify(err error) Class {
 	return Internal
 }
 
-// Write answers err in the OpenAI shape with its class and returns the
-// status.
+// Write answers err in the OpenAI shape with its class (Class.Answer)
+// and returns the status.
 func (t Table) Write(w http.ResponseWriter, err error) int {
 	c := t.Classify(err)
-	WriteJSON(w, c.Status, ErrorJSON(err, c))
+	c.Answer(w, err, ErrorJSON(err, c))
 	return c.Status
 }
 

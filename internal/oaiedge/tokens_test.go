@@ -38,7 +38,7 @@ func testPlainRunMatchesEncodingJSON(t *testing.T) {
 			if !slices.Equal(p.Tokens, want.Prompt) {
 				t.Fatalf("%s: tokens %v, encoding/json %v", body, p.Tokens, want.Prompt)
 			}
-			buf = p.Scratch()
+			buf = p.scratch
 		}
 	})
 }
@@ -88,7 +88,7 @@ func TestScratchNotSharedByTwoArrays(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{MaxPromptTokens: 100}
-			p, err := ParseReusing([]byte(tc.body), Completions, o, make([]uint32, 0, 64))
+			p, err := parseReusing([]byte(tc.body), Completions, o, make([]uint32, 0, 64))
 			if err != nil || !slices.Equal(p.Tokens, []uint32{1, 2, 3}) {
 				t.Fatalf("tokens %v, err %v", p.Tokens, err)
 			}

@@ -80,6 +80,26 @@ func (s *Server) ReopenPublisher(rank uint32, pause time.Duration) error {
 	return p.open()
 }
 
+// InterceptReplays has rank's replay socket call fn with the first
+// sequence number of each request before answering it, from the socket's
+// one serving goroutine: fn may block (a slow replay socket, or one that
+// answers only after more batches were published) and returns false to
+// leave the request unanswered (a silent one). A nil fn answers every
+// request again. fn must return before the server stops. It is a test
+// hook.
+func (s *Server) InterceptReplays(rank uint32, fn func(from uint64) bool) error {
+	if !s.vllm() || int(rank) >= len(s.ranks) {
+		return fmt.Errorf("%w: no vllm publisher for rank %d", ErrConfig, rank)
+	}
+	p := s.ranks[rank].vpub
+	if fn == nil {
+		p.intercept.Store(nil)
+		return nil
+	}
+	p.intercept.Store(&fn)
+	return nil
+}
+
 // Dump returns rank's cache as the engine's Dump: the ground truth that a
 // subscriber's index is compared with in tests.
 func (s *Server) Dump(rank uint32) ([]routing.Event, error) {

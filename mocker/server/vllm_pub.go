@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -33,6 +34,9 @@ type vllmPub struct {
 	endpoint, replayEP string
 	topic              []byte
 	limit              int
+	// intercept, when set, sees each replay request first (a test hook:
+	// InterceptReplays).
+	intercept atomic.Pointer[func(from uint64) bool]
 
 	mu     sync.Mutex // guards everything below
 	seq    uint64
@@ -170,8 +174,11 @@ func (p *vllmPub) serveReplays(router zmq4.Socket) {
 			p.log.Warn("invalid replay request", "frames", len(f))
 			continue
 		}
-		id := f[0]
-		for _, e := range p.since(binary.BigEndian.Uint64(f[2])) {
+		id, from := f[0], binary.BigEndian.Uint64(f[2])
+		if fn := p.intercept.Load(); fn != nil && !(*fn)(from) {
+			continue
+		}
+		for _, e := range p.since(from) {
 			seq := binary.BigEndian.AppendUint64(nil, e.seq)
 			if err := router.SendMulti(zmq4.NewMsgFrom(id, nil, seq, e.payload)); err != nil {
 				p.log.Warn("replay send", "err", err)

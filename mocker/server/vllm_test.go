@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,24 +144,88 @@ func TestVLLMModeWire(t *testing.T) {
 // the end marker.
 func replayAll(t *testing.T, ctx context.Context, ep string, from uint64) [][]byte {
 	t.Helper()
+	out, err := replay(ctx, ep, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replay is replayAll's request, which fails when ctx ends first.
+func replay(ctx context.Context, ep string, from uint64) ([][]byte, error) {
 	d := zmq4.NewDealer(ctx, zmq4.WithLogger(zmqLogger))
 	defer d.Close()
 	if err := d.Dial(ep); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := d.SendMulti(zmq4.NewMsgFrom([]byte{}, binary.BigEndian.AppendUint64(nil, from))); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out [][]byte
 	for {
 		m, err := d.Recv()
 		if err != nil || len(m.Frames) != 3 {
-			t.Fatalf("replay reply %q: %v", m.Frames, err)
+			return nil, fmt.Errorf("replay reply %q: %w", m.Frames, err)
 		}
 		if binary.BigEndian.Uint64(m.Frames[1]) == ^uint64(0) {
-			return out
+			return out, nil
 		}
 		out = append(out, m.Frames[2])
+	}
+}
+
+// TestVLLMModeInterceptReplays: an intercepted request is answered only
+// when the hook returns true, after it returns; nil answers all again.
+func TestVLLMModeInterceptReplays(t *testing.T) {
+	h := startVLLM(t, nil)
+	h.complete(t, tokenRange(0, 2*testBlock))
+	_, ep, _ := h.srv.KVEventsEndpoints(0)
+	release := make(chan struct{})
+	var seen []uint64
+	var mu sync.Mutex
+	err := h.srv.InterceptReplays(0, func(from uint64) bool {
+		mu.Lock()
+		seen = append(seen, from)
+		first := len(seen) == 1
+		mu.Unlock()
+		if first {
+			return false // silent
+		}
+		<-release // slow
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got, err := replay(ctx, ep, 0); err == nil {
+		t.Fatalf("a swallowed request was answered with %d batches", len(got))
+	}
+	h.complete(t, tokenRange(1000, 2*testBlock)) // published while the next request waits
+	done := make(chan [][]byte, 1)
+	go func() { done <- replayAll(t, context.Background(), ep, 0) }()
+	waitHook := time.Now().Add(10 * time.Second)
+	for mu.Lock(); len(seen) < 2; mu.Lock() {
+		mu.Unlock()
+		if time.Now().After(waitHook) {
+			t.Fatal("the second request never reached the hook")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Unlock()
+	close(release)
+	if got := <-done; len(got) != 2 {
+		t.Fatalf("the delayed replay gave %d batches, want 2", len(got))
+	}
+	if err := h.srv.InterceptReplays(0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := replayAll(t, context.Background(), ep, 1); len(got) != 1 {
+		t.Fatalf("replay from 1 gave %d batches, want 1", len(got))
+	}
+	if err := h.srv.InterceptReplays(1, nil); err == nil {
+		t.Fatal("a rank the engine does not have was accepted")
 	}
 }
 

@@ -32,6 +32,10 @@ func (e *PolicyClassError) Error() string {
 // Unwrap makes errors.Is(err, ErrOverloaded) true.
 func (e *PolicyClassError) Unwrap() error { return ErrOverloaded }
 
+// RetryAdvice is RetryAfter, the client's advice, for the edge's error
+// table (oaiedge.RetryAdvisor).
+func (e *PolicyClassError) RetryAdvice() time.Duration { return e.RetryAfter }
+
 // Reason is the refusal's reason label: the limit's key or "expired".
 func (e *PolicyClassError) Reason() string {
 	if e.Limit != nil {

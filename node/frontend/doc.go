@@ -93,7 +93,7 @@
 // Edge limits are named constants with their reasons in limits.go, and the
 // slowloris defences are explained where they are set (Server.httpServer,
 // oaiedge.BodyReader, exchange.relayStream). The session headers are read
-// by oaiedge.ReadSession, as the DC gateway reads them, so that the
+// by oaiedge.SessionKeys.Read, as the DC gateway reads them, so that the
 // gateway homes a session by the key this node binds it by.
 //
 // Engine transport. Engines are called through net/http's Transport
@@ -178,7 +178,11 @@
 // itself, as with vLLM's own proxy.
 //
 // Concurrency. A Server is safe for concurrent use; each request is served
-// on its own goroutine by net/http and calls the Router from it. Serve owns
+// on its own goroutine by net/http and calls the Router from it, and
+// forwarding it to the engine starts no other: the engine's lost context
+// is watched by a registration removed when the request ends, and a body's
+// share of the budget is released by the handler, not by a callback on the
+// request's context, which would run on a goroutine of its own. Serve owns
 // the HTTP server's goroutines and the engine transport's idle connections
 // and releases them before it returns.
 package frontend

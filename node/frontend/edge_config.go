@@ -19,7 +19,7 @@ type EdgeConfig struct {
 	// gateway must be given the same.
 	SessionKeys oaiedge.SessionKeys
 	// AdminAddr, when set, is the address of the admin listener the node
-	// serves AdminHandler on; /metrics and /v1/route/explain then leave
+	// serves the admin routes on (ServeAdmin); /metrics and /v1/route/explain then leave
 	// the client-facing listener.
 	AdminAddr string
 	// MaxBufferedBodyBytes bounds the request body bytes the node holds

@@ -23,9 +23,11 @@ var ErrShuttingDown = errors.New("frontend: node shutting down")
 // when the client went away before the response: nginx's 499.
 const StatusClientClosed = 499
 
-// errorTable maps every error the frontend answers with to its HTTP status
-// and OpenAI error type and code, dispatch.ErrOverloaded to overloadStatus
-// (Config.OverloadStatus); it is the only place that does so. Rows are
+// errorTable maps every error the frontend answers with to its HTTP status,
+// OpenAI error type and code and retry advice, dispatch.ErrOverloaded to
+// overloadStatus (Config.OverloadStatus); it is the only place that does
+// so. An overload advises a retry after dispatch.DefaultRetryAfter, or
+// after its policy class's advice (PolicyClassError.RetryAdvice). Rows are
 // matched in order, before oaiedge's own; an error matching no row is a
 // 500.
 func errorTable(overloadStatus int) oaiedge.Table {
@@ -36,9 +38,9 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(dispatch.ErrModelNotFound, http.StatusNotFound, invalid, "model_not_found"),
 		oaiedge.Entry(dispatch.ErrSessionNotFound, http.StatusNotFound, invalid, "session_not_found"),
 		oaiedge.Entry(dispatch.ErrSessionLimit, http.StatusTooManyRequests, "rate_limit_error", "session_limit"),
-		oaiedge.Entry(dispatch.ErrOverloaded, overloadStatus, server, "overloaded"),
+		oaiedge.Entry(dispatch.ErrOverloaded, overloadStatus, server, "overloaded").Retry(dispatch.DefaultRetryAfter),
 		oaiedge.Entry(dispatch.ErrNoEngine, http.StatusServiceUnavailable, server, "no_engine"),
-		oaiedge.Entry(dispatch.ErrStoreFull, http.StatusServiceUnavailable, server, "store_full"),
+		oaiedge.Entry(dispatch.ErrStoreFull, http.StatusServiceUnavailable, server, "store_full").Retry(storeFullRetryAfter),
 		oaiedge.Entry(ErrUpstream, http.StatusBadGateway, server, "upstream_error"),
 		oaiedge.Entry(ErrShuttingDown, http.StatusServiceUnavailable, server, "shutting_down"),
 		oaiedge.Entry(ErrAdminDisabled, http.StatusForbidden, invalid, "admin_api_disabled"),

@@ -45,11 +45,12 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		s.errs.Write(w, oaiedge.ErrNotFound)
 		return
 	}
-	data, err := s.bodies.Read(w, r, nil)
+	data, hold, err := s.bodies.ReadHeld(w, r, nil)
 	if err != nil {
 		s.errs.Write(w, err)
 		return
 	}
+	defer hold.Release()
 	ep := oaiedge.Completions
 	var probe struct {
 		Messages json.RawMessage `json:"messages"`

@@ -194,9 +194,22 @@ func (x *exchange) fail(err error) {
 	c := x.s.errs.Classify(err)
 	x.status = c.Status
 	x.span.RecordError(err)
-	if c.Status != StatusClientClosed && !writeOverload(x.w, err, c) && !writeStoreFull(x.w, err, c) {
-		oaiedge.WriteJSON(x.w, c.Status, oaiedge.ErrorJSON(err, c))
+	if c.Status != StatusClientClosed {
+		c.Answer(x.w, err, errorBody(err, c))
 	}
+}
+
+// errorBody is the body of err's answer in class c: the structured body
+// of a policy-class refusal, the cause of a full store, else the OpenAI
+// error body.
+func errorBody(err error, c oaiedge.Class) []byte {
+	if b, ok := overloadBody(err, c); ok {
+		return b
+	}
+	if b, ok := storeFullBody(err, c); ok {
+		return b
+	}
+	return oaiedge.ErrorJSON(err, c)
 }
 
 // finish records the request's metrics and ends its span.

@@ -3,9 +3,6 @@ package frontend
 import (
 	"encoding/json"
 	"errors"
-	"math"
-	"net/http"
-	"strconv"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
@@ -26,29 +23,20 @@ type overloadError struct {
 	RetryAfterSecs int64  `json:"retry_after_secs"`
 }
 
-// writeOverload answers an overload refusal when err is one: the
-// Retry-After header on every overload, and the structured body for a
-// policy-class refusal. It reports whether it answered.
-func writeOverload(w http.ResponseWriter, err error, c oaiedge.Class) bool {
-	if !errors.Is(err, dispatch.ErrOverloaded) {
-		return false
-	}
-	secs := int64(math.Ceil(dispatch.DefaultRetryAfter.Seconds()))
+// overloadBody is the structured body of a policy-class refusal in class
+// c, and false for any other error. Its retry_after_secs is the
+// Retry-After that c.Answer sets with it.
+func overloadBody(err error, c oaiedge.Class) ([]byte, bool) {
 	var pe *dispatch.PolicyClassError
-	if errors.As(err, &pe) && pe.RetryAfter > 0 {
-		secs = int64(math.Ceil(pe.RetryAfter.Seconds()))
-	}
-	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	if pe == nil {
-		oaiedge.WriteJSON(w, c.Status, oaiedge.ErrorJSON(err, c))
-		return true
+	if !errors.As(err, &pe) {
+		return nil, false
 	}
 	code := "policy_class_queue_limit"
 	if pe.Limit == nil {
 		code = "policy_class_queue_timeout"
 	}
 	body := overloadError{APIError: oaiedge.APIError{Message: err.Error(), Type: c.Type, Code: oaiedge.Optional(code)},
-		PolicyClass: pe.Class, Reason: pe.Reason(), WaitedMs: pe.Waited.Milliseconds(), RetryAfterSecs: secs}
+		PolicyClass: pe.Class, Reason: pe.Reason(), WaitedMs: pe.Waited.Milliseconds(), RetryAfterSecs: c.RetrySeconds(err)}
 	if l := pe.Limit; l != nil {
 		body.Limit, body.LimitPerWorker, body.Workers, body.EffectiveLimit, body.Pending =
 			string(l.Limit), l.PerWorker, l.Workers, l.Effective, l.Pending
@@ -56,6 +44,5 @@ func writeOverload(w http.ResponseWriter, err error, c oaiedge.Class) bool {
 	b, _ := json.Marshal(struct {
 		Error overloadError `json:"error"`
 	}{body})
-	oaiedge.WriteJSON(w, c.Status, b)
-	return true
+	return b, true
 }

@@ -142,10 +142,6 @@ func randomPrefix() string {
 // Handler returns the frontend's HTTP handler (all routes).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// AdminHandler returns the handler of the admin listener: the admin
-// routes, /health and /ready.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
-
 // routes builds the route table (oaiedge.NewMux adds the routed
 // endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
 // admin routes are served here too, unless Edge.AdminAddr keeps
@@ -262,7 +258,7 @@ func (s *Server) httpServer(base context.Context, h http.Handler, ln net.Listene
 	}
 }
 
-// ServeAdmin serves the admin routes (AdminHandler) on ln until ctx
+// ServeAdmin serves the admin routes, /health and /ready on ln until ctx
 // ends, then stops within ShutdownTimeout. Its requests are short reads,
 // so there is no drain to wait for beyond that.
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {

@@ -2,9 +2,6 @@ package frontend
 
 import (
 	"errors"
-	"math"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
@@ -21,14 +18,11 @@ const storeFullRetryAfter = 5 * time.Second
 // chain: the store's paths and figures are for the operator's log.
 const storeFullMessage = "the router's store is out of disk space; the request was not served, retry later"
 
-// writeStoreFull answers a refusal for a full store when err is one: 503
-// with Retry-After and an OpenAI error body naming the cause. It reports
-// whether it answered.
-func writeStoreFull(w http.ResponseWriter, err error, c oaiedge.Class) bool {
+// storeFullBody is the OpenAI error body of a refusal for a full store in
+// class c, naming the cause, and false for any other error.
+func storeFullBody(err error, c oaiedge.Class) ([]byte, bool) {
 	if !errors.Is(err, dispatch.ErrStoreFull) {
-		return false
+		return nil, false
 	}
-	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(storeFullRetryAfter.Seconds())), 10))
-	oaiedge.WriteJSON(w, c.Status, oaiedge.ErrorJSON(&oaiedge.Error{Kind: err, Msg: storeFullMessage}, c))
-	return true
+	return oaiedge.ErrorJSON(&oaiedge.Error{Kind: err, Msg: storeFullMessage}, c), true
 }

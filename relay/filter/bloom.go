@@ -44,7 +44,7 @@ func NewBloom(cfg Config) (*Bloom, error) {
 	return &Bloom{f: bloom.New(m, k)}, nil
 }
 
-// newBloomSummary is the Config-driven constructor used by New and RefSet.
+// newBloomSummary is the Config-driven constructor of newSummary.
 func newBloomSummary(cfg Config) (mutableSummary, error) {
 	b, err := NewBloom(cfg)
 	if err != nil {

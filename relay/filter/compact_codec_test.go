@@ -220,8 +220,8 @@ func TestKindHasDeltas(t *testing.T) {
 			if tt.kind.HasDeltas() != tt.want || (tt.want && tt.kind.String() != tt.name) {
 				t.Fatalf("%v.HasDeltas() = %v", tt.kind, tt.kind.HasDeltas())
 			}
-			if _, err := New(Config{Kind: tt.kind, Capacity: 100}, nil); tt.want && err != nil {
-				t.Fatalf("New(%v) = %v", tt.kind, err)
+			if _, err := newSummary(Config{Kind: tt.kind, Capacity: 100}, nil); tt.want && err != nil {
+				t.Fatalf("newSummary(%v) = %v", tt.kind, err)
 			}
 		})
 	}

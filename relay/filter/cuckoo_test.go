@@ -65,7 +65,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := New(tt.cfg, nil); !errors.Is(err, ErrConfig) {
+			if _, err := newSummary(tt.cfg, nil); !errors.Is(err, ErrConfig) {
 				t.Fatalf("New = %v, want ErrConfig", err)
 			}
 		})

@@ -129,12 +129,6 @@ func compareExchange(a, b int32) (int32, int32) {
 	return lo, a + b - lo
 }
 
-// packBucket encodes a logical word whose lanes hold sorted 13-bit
-// fingerprints as its 48-bit image.
-func packBucket(w uint64) uint64 {
-	return packLanes(int32(uint16(w)), int32(uint16(w>>16)), int32(uint16(w>>32)), int32(uint16(w>>48)))
-}
-
 // encodeBucket sorts a logical word of 13-bit fingerprints and packs it:
 // the canonical image of any bucket content. Sorting and ranking work on
 // the four lane values directly, without rebuilding the sorted word, which

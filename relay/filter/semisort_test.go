@@ -6,6 +6,13 @@ import (
 	"pgregory.net/rapid"
 )
 
+// packBucket encodes a logical word whose lanes hold sorted 13-bit
+// fingerprints as its 48-bit image: encodeBucket without the sort, which
+// the tests use to build images of chosen lanes.
+func packBucket(w uint64) uint64 {
+	return packLanes(int32(uint16(w)), int32(uint16(w>>16)), int32(uint16(w>>32)), int32(uint16(w>>48)))
+}
+
 // TestNibbleRankIsBijection ranks every sorted nibble quadruple and checks
 // that the ranks are exactly 0..3875 and that unranking inverts ranking.
 func TestNibbleRankIsBijection(t *testing.T) {

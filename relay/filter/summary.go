@@ -46,13 +46,9 @@ type mutableSummary interface {
 	remove(h routing.SeqHash) error
 }
 
-// New returns an empty summary of cfg.Kind (after EnsureDefaults). rng is
-// used by the cuckoo kinds only; see NewCuckoo.
-func New(cfg Config, rng *rand.Rand) (Summary, error) {
-	return newSummary(cfg, rng)
-}
-
-// newSummary is New for callers that need the mutable side.
+// newSummary returns an empty summary of cfg.Kind (after EnsureDefaults),
+// with its mutable side for a RefSet. rng is used by the cuckoo kinds
+// only; see NewCuckoo.
 func newSummary(cfg Config, rng *rand.Rand) (mutableSummary, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // TestBodyBudget: with part of the gateway's body budget held, a request
@@ -22,7 +24,7 @@ func TestBodyBudget(t *testing.T) {
 	}
 	body := `{"model":"m","prompt":"` + strings.Repeat("a", 500) + `"}`
 	status, hdr, resp := postHandler(t, g, "/v1/completions", body, nil)
-	if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !strings.Contains(resp, `"code":"server_overloaded"`) {
+	if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") != oaiedge.BudgetRetryAfter || !strings.Contains(resp, `"code":"server_overloaded"`) {
 		t.Fatalf("status %d, Retry-After %q, body %s; want 503 server_overloaded with Retry-After", status, hdr.Get("Retry-After"), resp)
 	}
 	held.Release()

@@ -64,7 +64,7 @@
 //
 // # Sessions
 //
-// A request with a session header (oaiedge.ReadSession, the router
+// A request with a session header (oaiedge.SessionKeys.Read, the router
 // node's headers and precedence; the binding key is oaiedge.Session.Key,
 // the parent session when there is one) goes to the DC that
 // owns the session, whatever the prefix policy says: affinity is a
@@ -91,7 +91,8 @@
 //     are served away from the gateway that first saw them, one WAN round
 //     trip per request.
 //   - Lookups. The local binding (GET /v1/sessions/{id} on a local node)
-//     and the remote one (SessionLocator) run in parallel. Each DC's relay
+//     and the remote one (SessionLocator, when set) run in parallel;
+//     without a locator the local lookup runs alone. Each DC's relay
 //     publishes a session summary beside its block summaries: a cuckoo
 //     filter of the hashes of the session keys its router cluster has
 //     bound (producer.SessionDomain, fed from the cluster's Ownership.Watch
@@ -163,9 +164,13 @@
 // RemoteIndex and SessionLocator must be safe for concurrent use. Serve
 // owns the HTTP server and the health-poll goroutine and returns after
 // both stop; Run is the poll alone for callers with their own server.
-// HTTPLocator starts one goroutine per remote per lookup, and
-// SummaryLocator one per DC it has to ask; both wait for all of them,
-// each bounded by ControlTimeout.
+// Forwarding a request starts no goroutine of its own, and the
+// connections to the nodes stay open across requests (control answers
+// are read to their end before they are closed). A session request's
+// local lookup runs on one more goroutine when a SessionLocator is set,
+// which the request waits for; HTTPLocator starts one goroutine per
+// remote per lookup, and SummaryLocator one per DC it has to ask; both
+// wait for all of them, each bounded by ControlTimeout.
 //
 // # Access
 //

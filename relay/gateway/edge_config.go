@@ -29,7 +29,7 @@ type EdgeConfig struct {
 	// nodes must be given the same.
 	SessionKeys oaiedge.SessionKeys
 	// AdminAddr, when set, is the address of the admin listener the relay
-	// serves AdminHandler on; /metrics and /v1/route/explain then leave
+	// serves the admin routes on (ServeAdmin); /metrics and /v1/route/explain then leave
 	// the client-facing listener.
 	AdminAddr string
 	// MaxBufferedBodyBytes bounds the request body bytes the gateway

@@ -47,11 +47,12 @@ type remoteJS struct {
 // lane's eligibility and the chosen DC. It serves nothing and forwards
 // nothing; operators use it to see why a request went where it did.
 func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
-	body, err := g.bodies.Read(w, r, nil)
+	body, hold, err := g.bodies.ReadHeld(w, r, nil)
 	if err != nil {
 		errorTable.Write(w, err)
 		return
 	}
+	defer hold.Release()
 	req, err := oaiedge.Parse(body, oaiedge.Completions, oaiedge.Options{MaxPromptTokens: g.cfg.MaxPromptTokens})
 	if err != nil {
 		errorTable.Write(w, err)

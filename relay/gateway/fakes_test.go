@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -202,8 +201,6 @@ type dcHarness struct {
 	srv    *httptest.Server
 	remote *fakeRemote
 	local  fixedDepth
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 // federation builds two DCs, "dc-a" and "dc-b", each with one node, their

@@ -118,13 +118,6 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // Metrics returns the gateway's metrics.
 func (g *Gateway) Metrics() *Metrics { return g.metrics }
 
-// Homes returns the gateway's session home ranking.
-func (g *Gateway) Homes() Homes { return g.homes }
-
-// Client returns the HTTP client the gateway uses upstream, for building
-// an HTTPLocator on the same connections.
-func (g *Gateway) Client() *http.Client { return g.client }
-
 // setupEdge builds the access control and session keys of Config.Edge,
 // counting refusals in the edge metrics.
 func (g *Gateway) setupEdge() error {
@@ -146,9 +139,6 @@ func (g *Gateway) setupEdge() error {
 
 // EdgeMetrics returns the gateway's access and certificate metrics.
 func (g *Gateway) EdgeMetrics() *metrics.Edge { return g.edge }
-
-// AdminHandler returns the admin listener's handler.
-func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // routes builds the route table (oaiedge.NewMux adds the routed
 // endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
@@ -230,7 +220,7 @@ func (g *Gateway) httpServer(h http.Handler, ln net.Listener) *http.Server {
 		MaxHeaderBytes: oaiedge.MaxHeaderBytes, ConnContext: oaiedge.ConnContext(ln)}
 }
 
-// ServeAdmin serves the admin routes (AdminHandler) on ln until ctx
+// ServeAdmin serves the admin routes, /health and /ready on ln until ctx
 // ends. Serve runs the health polling; this listener needs none.
 func (g *Gateway) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	srv := g.httpServer(g.admin, ln)

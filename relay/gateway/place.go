@@ -35,15 +35,10 @@ func (x *exchange) target(req *oaiedge.Request, now time.Time) target {
 // placeSession finds the DC that owns the session (doc.go, Sessions):
 // the DC it is bound in; when bound both here and elsewhere, the one the
 // session's home ranking prefers, and the losing local binding is
-// dropped; when bound nowhere, its home. The local and the remote lookup
-// run in parallel.
+// dropped; when bound nowhere, its home.
 func (x *exchange) placeSession() target {
 	g, ctx, key := x.g, x.r.Context(), x.session
-	var localBound bool
-	var wg sync.WaitGroup
-	wg.Go(func() { localBound = g.boundLocally(ctx, key) })
-	rdc, rok := g.locate(ctx, key)
-	wg.Wait()
+	localBound, rdc, rok := g.lookups(ctx, key)
 	local := target{dc: g.cfg.DC}
 	switch {
 	case rok && localBound:
@@ -68,13 +63,26 @@ func (x *exchange) placeSession() target {
 	return local
 }
 
-// locate asks the SessionLocator, keeping only configured DCs. A lookup
-// error counts as "bound nowhere else": the session then goes to its
-// home, the only DC that binds new sessions.
-func (g *Gateway) locate(ctx context.Context, key string) (string, bool) {
+// lookups asks a local node whether the session is bound here and the
+// SessionLocator where else it is. With a locator the two run in
+// parallel, the local one on a goroutine of its own, which the call
+// waits for; without one there is nothing to overlap, and the local
+// lookup runs on the caller's goroutine.
+func (g *Gateway) lookups(ctx context.Context, key string) (localBound bool, dc string, ok bool) {
 	if g.cfg.Sessions == nil {
-		return "", false
+		return g.boundLocally(ctx, key), "", false
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { localBound = g.boundLocally(ctx, key) })
+	dc, ok = g.locate(ctx, key)
+	wg.Wait()
+	return localBound, dc, ok
+}
+
+// locate asks the SessionLocator (set), keeping only configured DCs. A
+// lookup error counts as "bound nowhere else": the session then goes to
+// its home, the only DC that binds new sessions.
+func (g *Gateway) locate(ctx context.Context, key string) (string, bool) {
 	dc, ok, err := g.cfg.Sessions.Locate(ctx, key)
 	if err != nil {
 		g.cfg.Log.Warn("locating a session", "session", key, "err", err)

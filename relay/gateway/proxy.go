@@ -9,13 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
-
-// noDeadline clears a connection deadline.
-var noDeadline time.Time
 
 // relayBufBytes is the copy buffer of a relayed answer: one SSE event is
 // a few hundred bytes, so a read rarely fills it and each is flushed.
@@ -229,14 +225,24 @@ func isHop(k string) bool {
 	return false
 }
 
+// maxControlDrain bounds what closing a control answer reads of its rest:
+// node control answers are a short JSON object, and a longer one is not
+// worth reading to keep its connection.
+const maxControlDrain = 64 << 10
+
 // cancelOnClose cancels a request's context when its body is closed.
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel context.CancelFunc
 }
 
-// Close closes the body and then releases the context.
+// Close reads the rest of the body (up to maxControlDrain), closes it and
+// then releases the context. Reading the rest lets net/http keep the
+// connection: a body closed unread costs the next control call (a session
+// lookup on every session request) a new connection and the goroutines
+// that serve it at both ends.
 func (c *cancelOnClose) Close() error {
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.ReadCloser, maxControlDrain))
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err

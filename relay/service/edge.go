@@ -74,7 +74,6 @@ func (r *Relay) serveAdmin(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("admin_addr %s: %w", addr, err)
 	}
 	a := ln.Addr().String()
-	r.adminAddr.Store(&a)
 	if r.gwTLS != nil {
 		ln = tls.NewListener(ln, r.gwTLS)
 	}
@@ -87,13 +86,4 @@ func (r *Relay) serveAdmin(ctx context.Context) (func(), error) {
 	}()
 	r.log.Info("gateway admin routes on their own listener", "admin", a)
 	return func() { <-done }, nil
-}
-
-// AdminAddr is the admin listener's address once Run has opened it, ""
-// without admin_addr.
-func (r *Relay) AdminAddr() string {
-	if a := r.adminAddr.Load(); a != nil {
-		return *a
-	}
-	return ""
 }

@@ -229,8 +229,6 @@ type Relay struct {
 	src      *follow.Source
 
 	gatewayAddr atomic.Pointer[string]
-	publishAddr atomic.Pointer[string]
-	adminAddr   atomic.Pointer[string]
 	ready       chan struct{}
 	// ended is closed when Run returns, runErr holding its error.
 	ended    chan struct{}
@@ -394,21 +392,11 @@ func (r *Relay) localLoad() producer.Load {
 // Gateway returns the relay's gateway (metrics, homes).
 func (r *Relay) Gateway() *gateway.Gateway { return r.gw }
 
-// Producer returns the summary producer of model's pool.
-func (r *Relay) Producer(model string) *producer.Producer { return r.producers[model] }
-
-// Sessions returns the DC's session summary producer.
-func (r *Relay) Sessions() *producer.Producer { return r.sessions }
-
 // Consumer returns the relay's view of the peers' summaries.
 func (r *Relay) Consumer() *consumer.Consumer { return r.cons }
 
-// GatewayAddr and PublishAddr are the listen addresses once WaitReady
-// returned.
+// GatewayAddr is the gateway's listen address once WaitReady returned.
 func (r *Relay) GatewayAddr() string { return *r.gatewayAddr.Load() }
-
-// PublishAddr is the publication service's listen address.
-func (r *Relay) PublishAddr() string { return *r.publishAddr.Load() }
 
 // WaitReady blocks until the relay listens, Run returns first (the error
 // says why the relay never became ready), or ctx ends.
@@ -465,7 +453,6 @@ func (r *Relay) run(ctx context.Context) error {
 		gwLn = tls.NewListener(gwLn, r.gwTLS)
 	}
 	r.gatewayAddr.Store(&ga)
-	r.publishAddr.Store(&pa)
 
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = gs.Serve(pubLn) })

@@ -65,18 +65,6 @@ type ApproxConfig struct {
 	PruneTarget float64
 }
 
-// DefaultApproxConfig returns the TTL configuration with every default.
-func DefaultApproxConfig() ApproxConfig {
-	return ApproxConfig{Policy: PolicyTTL, TTL: DefaultTTL, MaxBlocks: DefaultMaxBlocks, PruneTarget: DefaultPruneTarget}
-}
-
-// DefaultSideConfig returns the predict-on-route side index configuration.
-func DefaultSideConfig() ApproxConfig {
-	c := DefaultApproxConfig()
-	c.TTL = DefaultSideTTL
-	return c
-}
-
 // EnsureDefaults returns c with zero fields set to their defaults.
 func (c ApproxConfig) EnsureDefaults() ApproxConfig {
 	if c.TTL == 0 {

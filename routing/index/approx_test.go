@@ -19,9 +19,8 @@ func TestApproxConfigValidate(t *testing.T) {
 		cfg   ApproxConfig
 		field string
 	}{
-		{name: "defaults", cfg: DefaultApproxConfig()},
-		{name: "side defaults", cfg: DefaultSideConfig()},
 		{name: "zero takes defaults", cfg: ApproxConfig{}.EnsureDefaults()},
+		{name: "side defaults", cfg: ApproxConfig{TTL: DefaultSideTTL}.EnsureDefaults()},
 		{name: "bad policy", cfg: ApproxConfig{Policy: 9, TTL: 1, MaxBlocks: 1, PruneTarget: 1}, field: "ApproxConfig.Policy"},
 		{name: "negative ttl", cfg: ApproxConfig{TTL: -1, MaxBlocks: 1, PruneTarget: 1}, field: "ApproxConfig.TTL"},
 		{name: "zero max blocks", cfg: ApproxConfig{TTL: 1, PruneTarget: 1}, field: "ApproxConfig.MaxBlocks"},

@@ -196,9 +196,8 @@ func BenchmarkExactStoreRemove(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const n = 1024
 	type job struct {
-		w       int
-		st, rm  routing.Event
-		engines []routing.EngineHash
+		w      int
+		st, rm routing.Event
 	}
 	jobs := make([]job, n)
 	for i := range jobs {

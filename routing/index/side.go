@@ -7,7 +7,7 @@ import (
 )
 
 // NewSide returns a predict-on-route side index: a TTL approximate index
-// (DefaultSideConfig: 5 s) that records each routing decision while the
+// (DefaultSideTTL: 5 s) that records each routing decision while the
 // exact index waits for the engine's KV events. Its matches are combined
 // with the exact index's by MergeDevice. The exact index is never fed
 // predictions, because a prediction carries no engine block ids and could

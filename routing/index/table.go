@@ -136,13 +136,6 @@ func (t *table[V]) get(k uint64) (V, bool) {
 	return zero, false
 }
 
-// put sets k to v and returns a pointer to the stored value.
-func (t *table[V]) put(k uint64, v V) *V {
-	p, _ := t.upsert(k)
-	*p = v
-	return p
-}
-
 // upsert returns a pointer to k's value, adding k with the zero value when
 // absent, and reports whether k was present.
 func (t *table[V]) upsert(k uint64) (*V, bool) {

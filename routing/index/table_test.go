@@ -7,6 +7,13 @@ import (
 	"pgregory.net/rapid"
 )
 
+// put sets k to v and returns a pointer to the stored value.
+func (t *table[V]) put(k uint64, v V) *V {
+	p, _ := t.upsert(k)
+	*p = v
+	return p
+}
+
 // TestTableMatchesMap drives the table and a Go map with the same random
 // puts and deletes, over keys that include 0 and dense sequential runs
 // (engine ids are often small integers), and compares them throughout.

@@ -55,15 +55,6 @@ func DefaultConfig(blockSize int) Config {
 	}
 }
 
-// LoadAwareConfig returns the tracker half of the load-aware preset: KV
-// reuse is not assumed (the router has no cache state to trust), while
-// active blocks and prefill tokens are tracked.
-func LoadAwareConfig(blockSize int) Config {
-	c := DefaultConfig(blockSize)
-	c.AssumeKVReuse = false
-	return c
-}
-
 // Validate reports the first invalid field, naming its configuration key.
 func (c Config) Validate() error {
 	if c.BlockSize <= 0 {

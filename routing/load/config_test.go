@@ -14,7 +14,7 @@ func TestConfigValidate(t *testing.T) {
 		wantKey string // empty means valid
 	}{
 		{name: "default", cfg: DefaultConfig(16)},
-		{name: "load aware", cfg: LoadAwareConfig(64)},
+		{name: "no kv reuse", cfg: noKVReuse(64)},
 		{name: "expiry disabled", cfg: Config{BlockSize: 1}},
 		{name: "zero block size", cfg: DefaultConfig(0), wantKey: "block_size"},
 		{name: "negative block size", cfg: DefaultConfig(-4), wantKey: "block_size"},
@@ -44,7 +44,13 @@ func TestDefaults(t *testing.T) {
 	if !c.TrackPrefillTokens || !c.AssumeKVReuse || c.TrackOutputBlocks || c.MaxRequestAge != 300*time.Second {
 		t.Fatalf("DefaultConfig = %+v", c)
 	}
-	if la := LoadAwareConfig(16); la.AssumeKVReuse || !la.TrackPrefillTokens {
-		t.Fatalf("LoadAwareConfig = %+v", la)
-	}
+}
+
+// noKVReuse is the tracker configuration of the --load-aware preset: KV
+// reuse is not assumed (the router has no cache state to trust), while
+// prefill tokens are tracked.
+func noKVReuse(blockSize int) Config {
+	c := DefaultConfig(blockSize)
+	c.AssumeKVReuse = false
+	return c
 }

@@ -31,7 +31,7 @@ func TestPotential(t *testing.T) {
 		},
 		{
 			name: "no kv reuse",
-			cfg:  LoadAwareConfig(16),
+			cfg:  noKVReuse(16),
 			isl:  96,
 			want: []routing.Load{
 				{PrefillTokens: 64 + 48, DecodeBlocks: 4 + 6, ActiveRequests: 1},

@@ -97,7 +97,7 @@ func TestLifecycle(t *testing.T) {
 		},
 		{
 			name: "no dedup without kv reuse",
-			cfg:  LoadAwareConfig(16),
+			cfg:  noKVReuse(16),
 			steps: []step{
 				{op: "add", req: Request{ID: "a", Worker: w1, Hashes: a, ISLTokens: 64}},
 				{op: "add", req: Request{ID: "b", Worker: w1, Hashes: b, ISLTokens: 81},

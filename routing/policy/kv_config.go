@@ -53,27 +53,6 @@ func DefaultKVConfig() KVConfig {
 	}
 }
 
-// LoadAwareKVConfig returns the load-aware preset: no device credit and no
-// shared cache (the router has no cache state), prefill tracked; prefill
-// scale and host/disk weights keep their defaults.
-func LoadAwareKVConfig() KVConfig {
-	c := DefaultKVConfig()
-	c.OverlapScoreCredit = 0
-	c.SharedCacheMultiplier = 0
-	return c
-}
-
-// AgenticKVConfig returns the agentic preset: double device credit, prefill
-// weighted four times, and 64 blocks per active request, for long multi-turn
-// tool-calling sessions on aggregated serving.
-func AgenticKVConfig() KVConfig {
-	c := DefaultKVConfig()
-	c.OverlapScoreCredit = 2
-	c.PrefillLoadScale = 4
-	c.DecodeActiveRequestWeight = 64
-	return c
-}
-
 // Validate reports the first invalid knob, naming its key.
 func (c KVConfig) Validate() error {
 	checks := []struct {

@@ -151,22 +151,6 @@ func TestKVOverrides(t *testing.T) {
 	}
 }
 
-func TestKVPresets(t *testing.T) {
-	la := LoadAwareKVConfig()
-	if la.OverlapScoreCredit != 0 || la.PrefillLoadScale != 1 || la.HostCacheHitWeight != 0.75 || !la.TrackPrefillTokens {
-		t.Fatalf("load-aware = %+v", la)
-	}
-	ag := AgenticKVConfig()
-	if ag.OverlapScoreCredit != 2 || ag.PrefillLoadScale != 4 || ag.DecodeActiveRequestWeight != 64 {
-		t.Fatalf("agentic = %+v", ag)
-	}
-	for _, cfg := range []KVConfig{DefaultKVConfig(), la, ag} {
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestKVConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string

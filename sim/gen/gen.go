@@ -142,8 +142,6 @@ func (p *prompt) request(g *ids, at time.Duration, output int) traces.Request {
 	return traces.Request{Arrival: at, InputTokens: p.tokens(), OutputTokens: output, HashIDs: hs}
 }
 
-func (p prompt) clone() prompt { return prompt{full: slices.Clone(p.full), partial: p.partial} }
-
 // sorted orders requests by arrival, keeping generation order on ties, and
 // rounds arrivals to the millisecond the format carries.
 func sorted(reqs []traces.Request) []traces.Request {
