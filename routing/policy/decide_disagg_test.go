@@ -247,3 +247,33 @@ func TestDisaggStages(t *testing.T) {
 		t.Fatalf("decode stage %+v", d)
 	}
 }
+
+// disaggReports is a LoadReporter with fixed loads.
+type disaggReports map[routing.Worker]routing.Load
+
+func (r disaggReports) Load(w routing.Worker) (routing.Load, bool) {
+	l, ok := r[w]
+	return l, ok
+}
+
+// TestDisaggPrefillIgnoresReportedBlocks: the blocks a prefill engine
+// reports (its requests' until the hand-off) do not count against the
+// cache it holds, as the prefill stage tracks no blocks.
+func TestDisaggPrefillIgnoresReportedBlocks(t *testing.T) {
+	b, _ := NewMemBindings(MemConfig{TTL: time.Hour, MaxSessions: 16})
+	idx := index.NewExact()
+	reports := disaggReports{{ID: 2}: {DecodeBlocks: 500, ActiveRequests: 3}}
+	cfg := DeciderConfig{Policy: NameKV, Options: DefaultOptions(nil), Seed: 7, Bindings: b, MaxSessions: 16,
+		Reports: reports, Now: func() time.Time { return disaggT0 }}
+	g, err := NewDisagg(cfg, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := disaggTokens(100, 20*disaggBS)
+	disaggStore(t, idx, 2, 100, 20)
+	var ds DisaggScratch
+	p, _ := decidePair(t, g, &ds, &Query{ID: "a", Model: "m", Ranks: disaggFleet(nil), ISLTokens: len(tokens)}, tokens)
+	if p.Prefill.Worker.ID != 2 {
+		t.Fatalf("prefill on %v, want the caching engine 2 despite its reported blocks", p.Prefill.Worker)
+	}
+}

@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/kvrouter/kvrouter/routing/load"
+import (
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/load"
+)
 
 // Tracking switches the load tracker's toggles away from the reference
 // defaults. The zero value is the default: active blocks de-duplicated
@@ -30,4 +33,15 @@ func (t Tracking) apply(c load.Config) load.Config {
 	c.TrackPrefillTokens = !t.NoPrefillTokens
 	c.TrackOutputBlocks = t.OutputBlocks
 	return c
+}
+
+// mask zeroes the blocks of an engine-reported load when the trackers
+// book none (a prefill stage): the stage must not count the blocks its
+// engines report either, or the blocks a prefill engine holds only until
+// their hand-off would outweigh the cache it keeps.
+func (t Tracking) mask(l routing.Load) routing.Load {
+	if t.NoActiveBlocks {
+		l.DecodeBlocks = 0
+	}
+	return l
 }
