@@ -21,7 +21,9 @@
 // A Prober per engine polls the engine's own endpoints every
 // Config.Interval: GET /health decides liveness, GET /v1/models names the
 // model when the spec does not (and refuses an engine that does not serve
-// the declared one), and the Prometheus page, parsed with expfmt, gives
+// the declared one), GET /server_info (or /get_server_info) gives, once,
+// an SGLang engine's disaggregation mode and bootstrap port when the spec
+// names no role (role.go), and the Prometheus page, parsed with expfmt, gives
 // each rank's running and waiting requests and KV-cache usage (vLLM's
 // vllm:* and SGLang's sglang:* families). A healthy poll registers the
 // engine (a card) and reports its load (a heartbeat) to the Sink; a

@@ -175,7 +175,7 @@ func (x *exchange) annotate(req *dispatch.Request) {
 	d := x.dec
 	if x.s.log.Enabled(context.Background(), slog.LevelDebug) {
 		x.s.log.Debug("routed", "request", x.id, "model", x.model, "worker", d.Worker.String(),
-			"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks)
+			"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks, "prefill_worker", prefillWorker(d))
 	}
 	if !x.span.IsRecording() {
 		return
@@ -187,6 +187,9 @@ func (x *exchange) annotate(req *dispatch.Request) {
 		attribute.Int("kvrouter.cached_blocks", d.CachedBlocks),
 		attribute.Bool("kvrouter.session_bound", d.SessionBound),
 		attribute.Bool("kvrouter.stream", x.p.Stream))
+	if d.Prefill != nil {
+		x.span.SetAttributes(attribute.String("kvrouter.prefill_worker", d.Prefill.Worker.String()))
+	}
 }
 
 // fail answers with err's error class, unless the client is gone.
@@ -236,4 +239,13 @@ func (x *exchange) finish() {
 		}
 	}
 	x.span.End()
+}
+
+// prefillWorker names a decision's prefill rank, "" for an aggregated
+// one.
+func prefillWorker(d *dispatch.Decision) string {
+	if d.Prefill == nil {
+		return ""
+	}
+	return d.Prefill.Worker.String()
 }
