@@ -4,6 +4,9 @@ PKGS     := ./...
 BIN      := bin/kvrouter
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
+export GOTOOLCHAIN := local
+export GOFLAGS ?= -buildvcs=false
+
 # The packages whose tests exercise concurrency (raft, the node's request path, the relays, the
 # event plane, the index's concurrent readers, the edge's body budget): `make test` runs them again
 # under the race detector, in -short mode (which skips only the whole-trace replays, already covered
@@ -13,8 +16,12 @@ RACE_PKGS := ./consensus/... ./node/... ./relay/... ./fleet/... ./routing/index/
 # which also selects Pebble's pure-Go zstd. The race detector needs cgo; the pebblegozstd tag keeps
 # it on the same zstd, and keeps DataDog/zstd's C sources (about a minute of compile on 2 cores) out
 # of the build. See docs/testing.md for what each phase costs.
-PLAIN    := CGO_ENABLED=0
-RACE     := CGO_ENABLED=1 $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
+# Test builds carry no debug information (DWARF): an eighth less compile and link time, and a
+# failing test still prints its whole stack (that comes from the binary's own tables). GOFLAGS
+# carries it, so that the kvrouter binary the process tests build shares the same compile.
+TESTGOFLAGS := $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-w
+PLAIN    := CGO_ENABLED=0 GOFLAGS="$(TESTGOFLAGS)"
+RACE     := CGO_ENABLED=1 GOFLAGS="$(TESTGOFLAGS)" $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
 PHASE    := PHASES=$(CURDIR)/bin/phases.txt $(CURDIR)/.ci/phase
 BENCHTIME ?= 1s
 CHAOS_SECONDS ?= 20
@@ -24,8 +31,6 @@ CHAOS_SEED    ?= $(shell date +%s)
 CHAOS_REPORT  ?= $(CURDIR)/bin/chaos-report.md
 FUZZTIME  ?= 30s
 
-export GOTOOLCHAIN := local
-export GOFLAGS ?= -buildvcs=false
 
 .DEFAULT_GOAL := help
 

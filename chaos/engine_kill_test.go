@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
@@ -319,21 +320,24 @@ func checkSessionsMovedOnlyOffTheDead(t *testing.T, h *history, dead string) {
 	t.Logf("%d sessions served, %d moved off the dead engine", len(served), moved)
 }
 
-// checkLoadFreed waits out the liveness timeout, then fails the test when
-// a node still books load on an engine or keeps the dead engine's gauges.
+// checkLoadFreed waits until no node books load on an engine or keeps
+// the dead engine's gauges: the dead engine goes at the liveness timeout
+// (3 s); 30 s is the failure bound.
 func checkLoadFreed(t *testing.T, d *dc, dead string) {
 	t.Helper()
-	time.Sleep(3500 * time.Millisecond)
-	for _, m := range d.members {
-		for _, line := range metricLines(t, m, "kvrouter_worker_active_") {
-			if strings.Contains(line, `worker="`+strings.TrimSuffix(dead, "/")+`"`) {
-				t.Errorf("%s still reports the dead engine: %s", m.id, line)
-			}
-			if !strings.HasSuffix(line, " 0") {
-				t.Errorf("%s books load after the run: %s", m.id, line)
+	waittest.UntilNil(t, 30*time.Second, "every node freed its load and dropped the dead engine's gauges", func() error {
+		for _, m := range d.members {
+			for _, line := range metricLines(t, m, "kvrouter_worker_active_") {
+				if strings.Contains(line, `worker="`+strings.TrimSuffix(dead, "/")+`"`) {
+					return fmt.Errorf("%s still reports the dead engine: %s", m.id, line)
+				}
+				if !strings.HasSuffix(line, " 0") {
+					return fmt.Errorf("%s books load after the run: %s", m.id, line)
+				}
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // metricLines returns the samples of m's /metrics whose name starts with

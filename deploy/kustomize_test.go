@@ -22,6 +22,7 @@ var kustomizations = []string{
 	"kubernetes/overlays/dc2",
 	"kubernetes/engine-vllm",
 	"kubernetes/federation",
+	"kubernetes/gateway-picker",
 }
 
 // build runs kustomize on dir, as `kustomize build dir` does.
@@ -39,16 +40,18 @@ func build(t *testing.T, dir string) resmap.ResMap {
 // into without unknown fields: Kubernetes' own API types, and for
 // cert-manager the fields of its v1 API that the manifests use.
 var kinds = map[string]func() any{
-	"v1/ConfigMap":                       func() any { return new(corev1.ConfigMap) },
-	"v1/Namespace":                       func() any { return new(corev1.Namespace) },
-	"v1/Service":                         func() any { return new(corev1.Service) },
-	"apps/v1/StatefulSet":                func() any { return new(appsv1.StatefulSet) },
-	"apps/v1/Deployment":                 func() any { return new(appsv1.Deployment) },
-	"policy/v1/PodDisruptionBudget":      func() any { return new(policyv1.PodDisruptionBudget) },
-	"networking.k8s.io/v1/NetworkPolicy": func() any { return new(networkingv1.NetworkPolicy) },
-	"cert-manager.io/v1/Certificate":     func() any { return new(certificate) },
-	"cert-manager.io/v1/Issuer":          func() any { return new(issuer) },
-	"cert-manager.io/v1/ClusterIssuer":   func() any { return new(issuer) },
+	"v1/ConfigMap":                                 func() any { return new(corev1.ConfigMap) },
+	"v1/Namespace":                                 func() any { return new(corev1.Namespace) },
+	"v1/Service":                                   func() any { return new(corev1.Service) },
+	"apps/v1/StatefulSet":                          func() any { return new(appsv1.StatefulSet) },
+	"apps/v1/Deployment":                           func() any { return new(appsv1.Deployment) },
+	"policy/v1/PodDisruptionBudget":                func() any { return new(policyv1.PodDisruptionBudget) },
+	"networking.k8s.io/v1/NetworkPolicy":           func() any { return new(networkingv1.NetworkPolicy) },
+	"cert-manager.io/v1/Certificate":               func() any { return new(certificate) },
+	"cert-manager.io/v1/Issuer":                    func() any { return new(issuer) },
+	"cert-manager.io/v1/ClusterIssuer":             func() any { return new(issuer) },
+	"inference.networking.k8s.io/v1/InferencePool": func() any { return new(inferencePool) },
+	"gateway.networking.k8s.io/v1/HTTPRoute":       func() any { return new(httpRoute) },
 }
 
 // decodeStrict decodes a resource's JSON into the type of its kind,

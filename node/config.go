@@ -83,6 +83,8 @@ type Config struct {
 	Frontend frontend.Config
 	// Drain says how the node stops when Run's context ends.
 	Drain DrainConfig
+	// Selection configures the selection API and the endpoint picker.
+	Selection SelectionConfig
 }
 
 // DefaultConfig returns the defaults of every option.
@@ -130,6 +132,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Drain.validate(); err != nil {
+		return err
+	}
+	if err := c.Selection.validate(); err != nil {
 		return err
 	}
 	if c.OTLPEndpoint != "" {

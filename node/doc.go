@@ -55,6 +55,17 @@
 //     and ClusterAdmin; with the Cluster.TLS* files raft and the cluster API
 //     use mutual TLS.
 //
+// # Selection edges
+//
+// Beside the OpenAI frontend, the node serves the selection API
+// (node/selection: gRPC on Selection.Addr, its HTTP/JSON mirror on the
+// frontend's listener) and the gateway's endpoint picker (node/extproc,
+// Envoy ext_proc on Selection.ExtProcAddr), both deciding through the
+// same dispatcher and session store; Selection.NoFrontend turns the
+// OpenAI proxy off. Their gRPC listeners use the client-facing
+// certificate and, with Selection.ClientCA, require client certificates
+// (selection_edges.go). They stop after the frontend has drained.
+//
 // Stopping: when Run's context ends the node drains (drain.go,
 // DrainConfig): /ready turns 503 first, the listener closes after
 // ReadyDelay, requests get Timeout and are then ended with a

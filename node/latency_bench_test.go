@@ -170,12 +170,22 @@ func (e *fakeEngine) close() {
 // its certificate and key (the engines stay on plain HTTP), and base is
 // an https URL.
 func startLatencyNode(b *testing.B, prefixes [][]uint32, tlsFiles *mtls.Files) (base string, engines []*fakeEngine, m *metrics.Metrics) {
+	_, base, engines, m = startLatencyNodeWith(b, prefixes, tlsFiles, nil)
+	return base, engines, m
+}
+
+// startLatencyNodeWith is startLatencyNode with the configuration
+// adjusted by tweak (nil: none); it also returns the node.
+func startLatencyNodeWith(b *testing.B, prefixes [][]uint32, tlsFiles *mtls.Files, tweak func(*node.Config)) (n *node.Node, base string, engines []*fakeEngine, m *metrics.Metrics) {
 	b.Helper()
 	cfg := node.DefaultConfig()
 	cfg.HTTPAddr, cfg.NATSListen = "127.0.0.1:0", "127.0.0.1:0"
 	scheme := "http://"
 	if tlsFiles != nil {
 		cfg.TLSCert, cfg.TLSKey, scheme = tlsFiles.Cert, tlsFiles.Key, "https://"
+	}
+	if tweak != nil {
+		tweak(&cfg)
 	}
 	n, err := node.New(cfg, nil)
 	if err != nil {
@@ -207,7 +217,7 @@ func startLatencyNode(b *testing.B, prefixes [][]uint32, tlsFiles *mtls.Files) (
 	waitFor(b, "stored events", func() bool {
 		return testutil.ToFloat64(m.EventsApplied.WithLabelValues("stored", "ok")) >= float64(len(prefixes))
 	})
-	return scheme + n.Addr().String(), engines, m
+	return n, scheme + n.Addr().String(), engines, m
 }
 
 func waitFor(b *testing.B, what string, ok func() bool) {

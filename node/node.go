@@ -48,6 +48,8 @@ type Node struct {
 	// certificate from certs.
 	tls   *tls.Config
 	certs *mtls.Reloader
+	// selAddrs are the selection edges' addresses (selection_edges.go).
+	selAddrs selectionAddrs
 }
 
 // Ready reports what GET /ready reports: the node serves requests (a
@@ -291,6 +293,11 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 		return err
 	}
 	defer shutdownTracing()
+	edges, err := n.startSelection(disp, &fcfg, fcfg.Serving)
+	if err != nil {
+		return err
+	}
+	defer func() { edges.stop(cmpOr(fcfg.ShutdownTimeout, frontend.ShutdownTimeout)) }()
 	fe, err := frontend.New(fcfg, disp, n.metrics, n.log)
 	if err != nil {
 		return err

@@ -33,5 +33,5 @@ func (c *Config) listeners() []secure.Listener {
 		tls := c.NATSSecurity.Server.TLSCert != ""
 		ls = append(ls, secure.Listener{Key: "nats_listen", Addr: c.NATSListen, TLS: tls, Enable: enableNATSTLS})
 	}
-	return ls
+	return append(ls, c.selectionListeners()...)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -116,7 +115,7 @@ func runMocker(cmd *cobra.Command, f *mockerFlags) error {
 	if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
 		return err
 	}
-	log, err := f.log.logger(os.Stderr)
+	log, err := f.log.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,8 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,6 +40,7 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	}{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
+		{groupServing, f.registerSelection},
 		{groupEngines, f.registerEngines},
 		{groupEventPlane, f.registerEventPlane},
 		{groupRouting, f.registerRouting},
@@ -47,8 +48,10 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 		{groupAdmission, f.registerAdmission},
 		{groupCluster, f.registerCluster},
 		{groupSecurity, f.registerSecurity},
+		{groupSecurity, f.registerSelectionSecurity},
 		{groupObservability, f.registerObservability},
 		{groupAdvanced, f.registerAdvanced},
+		{groupAdvanced, f.registerSelectionAdvanced},
 		{groupCompat, f.registerCompat},
 		{groupNoEffect, f.registerNoEffect},
 	} {
@@ -141,7 +144,7 @@ load. Options also come from a YAML file (--config) and KVR_* variables (KVR_HTT
 			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
 				return err
 			}
-			log, err := f.log.logger(os.Stderr)
+			log, err := f.log.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -171,7 +174,9 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.format, "log-format", "text", "log record format: text or json")
 }
 
-func (l *logFlags) logger(w *os.File) (*slog.Logger, error) {
+// logger writes to w, the command's error stream (os.Stderr unless a
+// test set another).
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)

@@ -27,6 +27,7 @@ func catalogue(t *testing.T) *metrics.Metrics {
 	m.QueueMetrics()
 	m.Decisions()
 	metrics.NewRebuilds(m.Registerer())
+	metrics.NewSelection(m.Registerer())
 	if err := m.Prime(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,8 @@
 // vllm:num_requests_waiting, vllm:gpu_cache_usage_perc and
 // vllm:kv_cache_usage_perc per rank (label engine). There is no card,
 // heartbeat or snapshot. DropBatches makes a rank number and keep its next
-// batches without sending them, and ReopenPublisher closes and rebinds a
-// rank's sockets, so a subscriber sees a gap that a replay repairs;
+// batches without sending them, and ClosePublisher and OpenPublisher close
+// and rebind a rank's sockets, so a subscriber sees a gap that a replay repairs;
 // InterceptReplays delays or swallows replay requests, so a subscriber
 // meets a slow or silent replay socket.
 //

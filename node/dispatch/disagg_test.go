@@ -181,3 +181,36 @@ func TestDisaggBypassesTheQueue(t *testing.T) {
 		t.Fatal("no prefill hop with the queue on")
 	}
 }
+
+// TestDisaggSelectReturnsPair: Select on a model with prefill and decode
+// engines returns the pair without booking it: the decode engine, and
+// beside it the prefill engine holding the prompt's prefix; with no
+// prefill engine left it returns a decode engine alone.
+func TestDisaggSelectReturnsPair(t *testing.T) {
+	f := disaggFixture(t, nil)
+	f.engines.ports = map[routing.WorkerID]uint32{2: 8998}
+	long := prompt(100, 640)
+	f.feed.store(w1(2), long)
+	sel, err := f.d.Select(t0ctx, f.req(long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Prefill == nil || sel.Prefill.Worker != w1(2) || sel.Prefill.BootstrapPort != 8998 || sel.Prefill.EndpointURL != "http://engine-2:8000" {
+		t.Fatalf("prefill %+v", sel.Prefill)
+	}
+	if (sel.Worker.ID != 3 && sel.Worker.ID != 4) || sel.EndpointURL != fmt.Sprintf("http://engine-%d:8000", sel.Worker.ID) {
+		t.Fatalf("decode %v at %s", sel.Worker, sel.EndpointURL)
+	}
+	if sel.CachedBlocks != 640/testBlockSize || len(sel.Candidates) != 2 {
+		t.Fatalf("selection %+v", sel)
+	}
+	if n := f.booked(); n != 0 {
+		t.Fatalf("%d bookings after Select", n)
+	}
+	f.engines.remove(1)
+	f.engines.remove(2)
+	sel, err = f.d.Select(t0ctx, f.req(long))
+	if err != nil || sel.Prefill != nil || (sel.Worker.ID != 3 && sel.Worker.ID != 4) {
+		t.Fatalf("without prefill engines: %+v, %v", sel, err)
+	}
+}

@@ -75,6 +75,20 @@
 // at once. A worker set's advertised selector does not apply to either
 // stage.
 //
+// # Selection without booking
+//
+// Select (select.go) runs the same steps for a caller that sends the
+// request to the engine itself (the node's selection API) and returns the
+// choice with every candidate's overlap, load and cost; step 7 is
+// replaced by policy.Decider.Settle: no load is booked, the decision is
+// recorded in the approximate or side index, and the session is settled
+// as a successful request's (a new session is bound). A caller that wants
+// the load booked calls Route and ends its Decision itself. Select does
+// not wait in the admission queue. For a model served by role it decides
+// as Route does (select_disagg.go): a disaggregated Selection carries
+// the prefill engine (Selection.Prefill) beside the decode engine, and
+// both stages settle their choice.
+//
 // # Session affinity
 //
 // With Config.AffinityTTL set, a request carrying a session id sticks to
@@ -165,7 +179,7 @@
 //
 // # Concurrency
 //
-// Route, Models, Unbind and RemoveEngine are safe for concurrent use and
+// Route, Select, Models, Unbind and RemoveEngine are safe for concurrent use and
 // are called from many request goroutines. The Decider and the session
 // store are themselves safe; the dispatcher's own state (the per-rank
 // gauges) is behind one RWMutex that the hot path only read-locks, and

@@ -19,13 +19,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	}
 	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
-	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal,
-		Thresholds: d.rt.get(r.Model), OutputTokens: r.OutputTokens}
-	q.Overrides.OverlapScoreCredit = r.OverlapScoreCredit
-	d.adv.apply(&q)
-	if r.Pin != nil {
-		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
-	}
+	q := d.query(r)
 	var dec *Decision
 	var err error
 	if d.queues != nil {
@@ -47,6 +41,18 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	d.obs.overhead(&ph)
 	d.obs.hitRate(r.Model, dec.CachedBlocks, dec.Blocks)
 	return dec, nil
+}
+
+// query is the decision path's view of r.
+func (d *Dispatcher) query(r *Request) policy.Query {
+	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r), SessionKey: sessionKey(r), SessionFinal: r.SessionFinal,
+		Thresholds: d.rt.get(r.Model), OutputTokens: r.OutputTokens}
+	q.Overrides.OverlapScoreCredit = r.OverlapScoreCredit
+	d.adv.apply(&q)
+	if r.Pin != nil {
+		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
+	}
+	return q
 }
 
 // attempt is one pass of candidates, hashing, matching and the decision.

@@ -99,6 +99,15 @@ type Config struct {
 
 	// Edge is who may call the frontend and how sessions are named.
 	Edge EdgeConfig
+
+	// NoProxy turns the OpenAI routes off (kvrouter node --no-frontend):
+	// the listener serves health, readiness, the admin and metrics routes
+	// and Routes only.
+	NoProxy bool
+	// Routes are routes of the node's other edges served on this listener
+	// behind its access control and timeouts: the selection API's
+	// HTTP/JSON mirror.
+	Routes []oaiedge.Route
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -31,8 +31,16 @@ const StatusClientClosed = 499
 // matched in order, before oaiedge's own; an error matching no row is a
 // 500.
 func errorTable(overloadStatus int) oaiedge.Table {
+	return oaiedge.NewTable(ErrorRows(overloadStatus)...)
+}
+
+// ErrorRows are the frontend's rows of its error table, the dispatcher's
+// refusals among them. The node's other edges (the selection API and the
+// endpoint picker) answer the dispatcher's refusals with these same
+// rows, so that a client gets the same status whichever edge routed it.
+func ErrorRows(overloadStatus int) []oaiedge.Row {
 	const invalid, server = "invalid_request_error", "server_error"
-	return oaiedge.NewTable(
+	return []oaiedge.Row{
 		oaiedge.Entry(dispatch.ErrBadRequest, http.StatusBadRequest, invalid, "invalid_request"),
 		oaiedge.Entry(dispatch.ErrPromptTooLong, http.StatusBadRequest, invalid, "context_length_exceeded"),
 		oaiedge.Entry(dispatch.ErrModelNotFound, http.StatusNotFound, invalid, "model_not_found"),
@@ -46,7 +54,7 @@ func errorTable(overloadStatus int) oaiedge.Table {
 		oaiedge.Entry(ErrAdminDisabled, http.StatusForbidden, invalid, "admin_api_disabled"),
 		oaiedge.Entry(context.Canceled, StatusClientClosed, invalid, "client_closed"),
 		oaiedge.Entry(context.DeadlineExceeded, http.StatusGatewayTimeout, server, "timeout"),
-	)
+	}
 }
 
 // outcome is the Requests metric's outcome label of a status.

@@ -1,9 +1,14 @@
 package frontend
 
 import (
+	"log/slog"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/tokenize"
 )
 
 // Tokenization outcomes, the values of kvrouter_frontend_tokenized_total's
@@ -15,6 +20,23 @@ const (
 	tokenizedFailed      = "failed"      // the tokenizer refused (a template error): text blocks
 )
 
+// prompts gives text prompts the token ids the engine will compute, for
+// every edge of the node alike (the frontend, the selection API, the
+// endpoint picker); it counts the outcomes and logs the models without a
+// tokenizer once.
+type prompts struct {
+	tokenizers map[string]*tokenize.Tokenizer
+	counted    map[string]prometheus.Counter
+	log        *slog.Logger
+	// approximated holds the models already logged as routed by text
+	// blocks for want of a tokenizer.
+	approximated sync.Map
+}
+
+func newPrompts(tokenizers map[string]*tokenize.Tokenizer, m *metrics.Metrics, log *slog.Logger) *prompts {
+	return &prompts{tokenizers: tokenizers, counted: tokenizedCounters(m), log: log}
+}
+
 // exactTokens gives a text prompt the token ids the engine will compute,
 // when the model has a tokenizer (Config.Tokenizers), by the engine's
 // rules (tokenize.EncodeRequest). The request still goes to the engine as the client sent it; only
@@ -22,34 +44,36 @@ const (
 // refuses the conversation, is routed by its text (routing.TextHashes),
 // as before; the first such request of each model is logged. It returns
 // the outcome.
-func (x *exchange) exactTokens() string {
-	p := x.p
+func (x *exchange) exactTokens() string { return x.s.prompts.exact(x.p, x.ep, x.body.data) }
+
+// exact is exactTokens for p, parsed from body of ep.
+func (ps *prompts) exact(p *oaiedge.Request, ep oaiedge.Endpoint, body []byte) string {
 	if p.Tokens != nil {
-		x.s.tokenized(tokenizedClient)
+		ps.tokenized(tokenizedClient)
 		return tokenizedClient
 	}
-	chat, ok := x.ep.Tokenizable()
-	tok := x.s.cfg.Tokenizers[p.Model]
+	chat, ok := ep.Tokenizable()
+	tok := ps.tokenizers[p.Model]
 	if !ok || tok == nil {
-		if _, seen := x.s.approximated.LoadOrStore(p.Model, true); ok && !seen && len(x.s.cfg.Tokenizers) > 0 {
-			x.s.log.Warn("model has no tokenizer configured; its text prompts are routed by text blocks, which do not line up with the engine's token blocks", "model", p.Model)
+		if _, seen := ps.approximated.LoadOrStore(p.Model, true); ok && !seen && len(ps.tokenizers) > 0 {
+			ps.log.Warn("model has no tokenizer configured; its text prompts are routed by text blocks, which do not line up with the engine's token blocks", "model", p.Model)
 		}
-		x.s.tokenized(tokenizedApproximate)
+		ps.tokenized(tokenizedApproximate)
 		return tokenizedApproximate
 	}
-	ids, err := tok.EncodeRequest(x.body.data, chat, p.Text, make([]uint32, 0, len(x.body.data)/4+8))
+	ids, err := tok.EncodeRequest(body, chat, p.Text, make([]uint32, 0, len(body)/4+8))
 	if err != nil {
-		x.s.log.Debug("tokenizer refused the prompt; routing by text blocks", "model", p.Model, "err", err)
-		x.s.tokenized(tokenizedFailed)
+		ps.log.Debug("tokenizer refused the prompt; routing by text blocks", "model", p.Model, "err", err)
+		ps.tokenized(tokenizedFailed)
 		return tokenizedFailed
 	}
 	p.Tokens, p.Text = ids, ""
-	x.s.tokenized(tokenizedExact)
+	ps.tokenized(tokenizedExact)
 	return tokenizedExact
 }
 
-func (s *Server) tokenized(outcome string) {
-	if c := s.tokenizedBy[outcome]; c != nil {
+func (ps *prompts) tokenized(outcome string) {
+	if c := ps.counted[outcome]; c != nil {
 		c.Inc()
 	}
 }

@@ -147,23 +147,34 @@ func (x *exchange) readBody() (*body, error) {
 
 // dispatchRequest builds the routing request from the body and headers.
 func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
-	si, err := readSession(x.s.sessionKeys, x.r.Header, x.p)
+	ext, err := ParseNVExt(x.p.NVExt)
 	if err != nil {
 		return nil, err
 	}
-	class, err := readPolicyClass(x.r.Header)
+	return buildRequest(x.s.sessionKeys, x.r.Header, x.p, ext, x.id, x.start)
+}
+
+// buildRequest builds the routing request of a parsed body, its parsed
+// nvext and its headers: the session (headers, else the body's session
+// fields, by keys), the pin headers, the policy class, and the priority
+// headers where nvext has none. Every edge of the node builds its
+// requests here.
+func buildRequest(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request, ext NVExt, id string, arrival time.Time) (*dispatch.Request, error) {
+	si, err := readSession(keys, h, p)
 	if err != nil {
 		return nil, err
 	}
-	ext, err := readNVExt(x.p.NVExt, x.r.Header)
+	class, err := readPolicyClass(h)
 	if err != nil {
 		return nil, err
 	}
-	p := x.p
+	if err := ext.priorityHeaders(h); err != nil {
+		return nil, err
+	}
 	req := &dispatch.Request{
-		ID: x.id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
+		ID: id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
 		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin,
-		MaxTokens: p.MaxTokens, Arrival: x.start, PolicyClass: class,
+		MaxTokens: p.MaxTokens, Arrival: arrival, PolicyClass: class,
 	}
 	return req, ext.apply(req)
 }

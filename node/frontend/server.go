@@ -10,11 +10,9 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -33,10 +31,10 @@ type Server struct {
 	metrics *metrics.Metrics
 	// observers caches metrics' children per model.
 	observers observerCache
-	// tokenizedBy is the tokenized counter's child per outcome (exact.go).
-	tokenizedBy map[string]prometheus.Counter
-	log         *slog.Logger
-	tracer      trace.Tracer
+	// prompts tokenizes text prompts (exact.go).
+	prompts *prompts
+	log     *slog.Logger
+	tracer  trace.Tracer
 	// engines sends requests to engines. It is the transport itself, not
 	// an http.Client: the client's redirect handling (engine redirects are
 	// not followed, so it would only hand back the response), its copy of
@@ -64,9 +62,6 @@ type Server struct {
 	// engineAuth is the Authorization value sent to engines, built once
 	// from Config.EngineAPIKey ("" without a key).
 	engineAuth string
-	// approximated holds the models already logged as routed by text
-	// blocks for want of a tokenizer (exactTokens).
-	approximated sync.Map
 }
 
 // New builds a Server. m and log may be nil (no metrics, no logs).
@@ -85,9 +80,10 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, tokenizedBy: tokenizedCounters(m), log: log, tracer: tp.Tracer(tracerName),
+	s := &Server{cfg: cfg, router: r, metrics: m, observers: observerCache{m: m}, log: log, tracer: tp.Tracer(tracerName),
 		errs:   errorTable(cfg.OverloadStatus),
 		bodies: oaiedge.BodyReader{MaxBytes: cfg.MaxBodyBytes, Timeout: cfg.BodyReadTimeout, Now: cfg.Now}}
+	s.prompts = newPrompts(cfg.Tokenizers, m, log)
 	if cfg.EngineAPIKey != "" {
 		s.engineAuth = "Bearer " + cfg.EngineAPIKey
 	}
@@ -158,7 +154,12 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
 	}
-	return oaiedge.NewMux(s.errs, s.access, s.completionHandler, s.ready, own...)
+	own = append(own, s.cfg.Routes...)
+	completion := s.completionHandler
+	if s.cfg.NoProxy {
+		completion = nil
+	}
+	return oaiedge.NewMux(s.errs, s.access, completion, s.ready, own...)
 }
 
 // adminRoutes builds the admin listener's route table.

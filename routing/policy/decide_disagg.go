@@ -209,3 +209,11 @@ func (g *Disagg) Book(ctx context.Context, ds *DisaggScratch, p *Pair) (PairBook
 
 // Booked is the number of active bookings of both stages.
 func (g *Disagg) Booked() int { return g.prefill.Booked() + g.decode.Booked() }
+
+// Settle ends a pair that is not booked (a selection whose caller sends
+// both hops itself), as Decider.Settle ends one choice: each stage records
+// its decision, and the decode stage settles the session.
+func (g *Disagg) Settle(ctx context.Context, ds *DisaggScratch, p *Pair) {
+	g.prefill.Settle(ctx, &ds.Prefill, &p.Prefill)
+	g.decode.Settle(ctx, &ds.Decode, &p.Decode)
+}

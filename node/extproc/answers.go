@@ -1,0 +1,94 @@
+package extproc
+
+import (
+	"net/http"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+)
+
+// The endpoint-picker protocol's names.
+const (
+	// DestinationHeader carries the chosen endpoint (host:port) to the
+	// gateway, in the request headers and in the dynamic metadata.
+	DestinationHeader = "x-gateway-destination-endpoint"
+	// MetadataNamespace is the dynamic metadata's namespace of the
+	// destination.
+	MetadataNamespace = "envoy.lb"
+)
+
+// destination is the common answer that routes the request to endpoint,
+// and the dynamic metadata that says the same; with endpoint "" (a
+// request falling through) it changes nothing.
+func destination(endpoint string) (*extprocv3.CommonResponse, *structpb.Struct) {
+	if endpoint == "" {
+		return &extprocv3.CommonResponse{}, nil
+	}
+	set := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: DestinationHeader, RawValue: []byte(endpoint)},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	c := &extprocv3.CommonResponse{ClearRouteCache: true,
+		HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set}}}
+	md := &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(&structpb.Struct{
+		Fields: map[string]*structpb.Value{DestinationHeader: structpb.NewStringValue(endpoint)}})}}
+	return c, md
+}
+
+func requestHeaders(c *extprocv3.CommonResponse, md *structpb.Struct) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{DynamicMetadata: md,
+		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: c}}}
+}
+
+func requestBody(c *extprocv3.CommonResponse, md *structpb.Struct) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{DynamicMetadata: md,
+		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: c}}}
+}
+
+// streamedBody sends a body chunk back in FULL_DUPLEX_STREAMED mode,
+// where Envoy forwards only what the processor returns.
+func streamedBody(chunk []byte, eos bool) *extprocv3.CommonResponse {
+	return &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
+		StreamedResponse: &extprocv3.StreamedBodyResponse{Body: chunk, EndOfStream: eos}}}}
+}
+
+func requestTrailers() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
+}
+
+func responseHeaders() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
+}
+
+func responseBody(c *extprocv3.CommonResponse) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: c}}}
+}
+
+func responseTrailers() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
+}
+
+// immediate answers the client at once with err's class and OpenAI body.
+func immediate(c oaiedge.Class, err error) *extprocv3.ProcessingResponse {
+	ct := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "content-type", RawValue: []byte("application/json")},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+		Status:  &typev3.HttpStatus{Code: envoyStatus(c.Status)},
+		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{ct}},
+		Body:    oaiedge.ErrorJSON(err, c), Details: "kvrouter_" + c.Code}}}
+}
+
+// envoyStatus is status as Envoy's enum, which admits only the statuses
+// it defines (a 529 or 499 would fail its validation): an undefined
+// client error is 400 and an undefined server error 503.
+func envoyStatus(status int) typev3.StatusCode {
+	if _, ok := typev3.StatusCode_name[int32(status)]; ok && status != 0 {
+		return typev3.StatusCode(status)
+	}
+	if status < 500 {
+		return typev3.StatusCode_BadRequest
+	}
+	return typev3.StatusCode(http.StatusServiceUnavailable)
+}

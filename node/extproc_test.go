@@ -1,0 +1,314 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// envoy drives the endpoint picker as Envoy's ext_proc filter does: one
+// stream per HTTP request, the request's headers and body in the body
+// mode it announces, then the response's.
+type envoy struct {
+	t      *testing.T
+	stream extprocv3.ExternalProcessor_ProcessClient
+	mode   filterv3.ProcessingMode_BodySendMode
+	cancel context.CancelFunc
+}
+
+func newEnvoy(t *testing.T, f *fleet, mode filterv3.ProcessingMode_BodySendMode) *envoy {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	s, err := extprocv3.NewExternalProcessorClient(dial(t, f.node.ExtProcAddr().String())).Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &envoy{t: t, stream: s, mode: mode, cancel: cancel}
+}
+
+func (e *envoy) send(r *extprocv3.ProcessingRequest) {
+	e.t.Helper()
+	if err := e.stream.Send(r); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *envoy) recv() *extprocv3.ProcessingResponse {
+	e.t.Helper()
+	r, err := e.stream.Recv()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// headers sends the request headers of POST path, with the body mode in
+// the protocol configuration as Envoy 1.33+ does.
+func (e *envoy) headers(path string, extra map[string]string, eos bool) {
+	hs := []*corev3.HeaderValue{{Key: ":method", RawValue: []byte("POST")}, {Key: ":path", RawValue: []byte(path)},
+		{Key: "content-type", RawValue: []byte("application/json")}}
+	for k, v := range extra {
+		hs = append(hs, &corev3.HeaderValue{Key: k, RawValue: []byte(v)})
+	}
+	e.send(&extprocv3.ProcessingRequest{
+		ProtocolConfig: &extprocv3.ProtocolConfiguration{RequestBodyMode: e.mode, ResponseBodyMode: e.mode},
+		Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+			Headers: &corev3.HeaderMap{Headers: hs}, EndOfStream: eos}}})
+}
+
+func (e *envoy) body(chunk []byte, eos bool) {
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{
+		RequestBody: &extprocv3.HttpBody{Body: chunk, EndOfStream: eos}}})
+}
+
+// request sends a whole request in chunks of n bytes, as the mode says,
+// and returns the endpoint the picker chose (or its immediate response).
+func (e *envoy) request(body []byte, n int, hdrs map[string]string) (string, *extprocv3.ImmediateResponse) {
+	e.t.Helper()
+	e.headers("/v1/completions", hdrs, false)
+	duplex := e.mode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	if !duplex { // Envoy waits for the headers' answer
+		if r := e.recv(); r.GetRequestHeaders() == nil {
+			e.t.Fatalf("headers answered with %v", r)
+		}
+	}
+	if e.mode == filterv3.ProcessingMode_BUFFERED {
+		n = len(body)
+	}
+	for len(body) > n {
+		e.body(body[:n], false)
+		body = body[n:]
+		if e.mode == filterv3.ProcessingMode_STREAMED && e.recv().GetRequestBody() == nil {
+			e.t.Fatal("a streamed chunk not answered")
+		}
+	}
+	e.body(body, true)
+	r := e.recv()
+	if im := r.GetImmediateResponse(); im != nil {
+		return "", im
+	}
+	c := r.GetRequestBody().GetResponse()
+	if duplex {
+		c = r.GetRequestHeaders().GetResponse()
+	}
+	return e.destination(c, r), nil
+}
+
+// destination checks that the header mutation and the dynamic metadata
+// name the same endpoint, and returns it ("" for none).
+func (e *envoy) destination(c *extprocv3.CommonResponse, r *extprocv3.ProcessingResponse) string {
+	e.t.Helper()
+	var header string
+	for _, h := range c.GetHeaderMutation().GetSetHeaders() {
+		if h.GetHeader().GetKey() == "x-gateway-destination-endpoint" {
+			header = string(h.GetHeader().GetRawValue())
+		}
+	}
+	md := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()["x-gateway-destination-endpoint"].GetStringValue()
+	if header != md || (header != "") != c.GetClearRouteCache() {
+		e.t.Fatalf("header %q, metadata %q, clear route cache %v", header, md, c.GetClearRouteCache())
+	}
+	return header
+}
+
+// respond plays the engine's answer through the picker.
+func (e *envoy) respond(status string, chunks ...string) {
+	e.t.Helper()
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte(status)}}}}}})
+	if e.recv().GetResponseHeaders() == nil {
+		e.t.Fatal("response headers not answered")
+	}
+	for i, c := range chunks {
+		e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+			Body: []byte(c), EndOfStream: i == len(chunks)-1}}})
+		r := e.recv().GetResponseBody()
+		if r == nil {
+			e.t.Fatal("response body not answered")
+		}
+		if e.mode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED && string(r.GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()) != c {
+			e.t.Fatalf("full duplex: chunk %q not sent back", c)
+		}
+	}
+	_ = e.stream.CloseSend()
+}
+
+func completionBody(tokens []int) []byte {
+	b, _ := json.Marshal(map[string]any{"model": model, "prompt": tokens, "max_tokens": 4, "stream": true})
+	return b
+}
+
+// pickerFleet is a fleet whose node serves the picker.
+func pickerFleet(t *testing.T, engines int, tweak func(*node.Config)) *fleet {
+	return selectFleet(t, engines, tweak)
+}
+
+// TestExtProcPicksAndBooksInEveryBodyMode: in BUFFERED, STREAMED and
+// FULL_DUPLEX_STREAMED modes the picker answers with
+// an engine's host:port in the header and the metadata, keeps the load
+// booked while the response streams, and frees it at its end.
+func TestExtProcPicksAndBooksInEveryBodyMode(t *testing.T) {
+	f := pickerFleet(t, 2, nil)
+	endpoints := f.engineEndpoints()
+	for _, mode := range []filterv3.ProcessingMode_BodySendMode{filterv3.ProcessingMode_BUFFERED,
+		filterv3.ProcessingMode_STREAMED, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := newEnvoy(t, f, mode)
+			body := completionBody(seq(1, 300))
+			dest, im := e.request(body, 97, nil)
+			if im != nil || !endpoints[dest] {
+				t.Fatalf("destination %q (engines %v), immediate %v", dest, endpoints, im)
+			}
+			if mode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+				r := e.recv().GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse()
+				if string(r.GetBody()) != string(body) || !r.GetEndOfStream() {
+					t.Fatalf("body sent back: %q eos %v", r.GetBody(), r.GetEndOfStream())
+				}
+			}
+			f.waitReservations(1)
+			e.respond("200", "data: {}\n\n", "data: [DONE]\n\n")
+			f.waitReservations(0)
+		})
+	}
+}
+
+// TestExtProcSessionSticks: requests of one session go to one engine,
+// across streams, through the node's session bindings.
+func TestExtProcSessionSticks(t *testing.T) {
+	f := pickerFleet(t, 3, nil)
+	var first string
+	for i := range 4 {
+		e := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+		dest, im := e.request(completionBody(seq(1000*(i+1), 64)), 1<<20, map[string]string{"x-session-id": "conv-1"})
+		if im != nil {
+			t.Fatalf("request %d: %v", i, im)
+		}
+		e.recv() // the body sent back
+		e.respond("200", "data: [DONE]\n\n")
+		if i == 0 {
+			first = dest
+		} else if dest != first {
+			t.Fatalf("request %d went to %s, the session's first to %s", i, dest, first)
+		}
+	}
+}
+
+// TestExtProcClientDisconnectMidBody: a stream cancelled in the middle of
+// the body books nothing and leaves the picker serving.
+func TestExtProcClientDisconnectMidBody(t *testing.T) {
+	f := pickerFleet(t, 1, nil)
+	e := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+	e.headers("/v1/completions", nil, false)
+	e.body([]byte(`{"model":"`+model+`","prompt":[1,2,`), false)
+	e.cancel()
+	f.waitMetric("kvrouter_selection_requests_total", 1) // counted as canceled
+	next := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+	if dest, im := next.request(completionBody(seq(1, 32)), 8, nil); dest == "" || im != nil {
+		t.Fatalf("after a disconnect: %q %v", dest, im)
+	}
+	next.cancel() // mid-response: the booking is freed with the stream
+	f.waitReservations(0)
+}
+
+// TestExtProcFailOpen: with fail-open, a request the node cannot route
+// for its own reasons (no engine of the configured block size) goes on
+// without a destination; without it, it gets 503.
+func TestExtProcFailOpen(t *testing.T) {
+	for _, open := range []bool{true, false} {
+		f := pickerFleet(t, 1, func(c *node.Config) {
+			c.Dispatch.BlockSize = 64 // the engines' is 16: none is a candidate
+			c.Selection.ExtProc.FailOpen = open
+		})
+		e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
+		dest, im := e.request(completionBody(seq(1, 128)), 0, nil)
+		switch {
+		case open && (dest != "" || im != nil):
+			t.Fatalf("fail-open: destination %q, immediate %v", dest, im)
+		case !open && im.GetStatus().GetCode() != 503:
+			t.Fatalf("fail-closed: %v", im)
+		}
+	}
+}
+
+// TestExtProcBadInputIsRefusedClearly: messages out of order end the
+// stream with INVALID_ARGUMENT; bodies that are too large, malformed or
+// for a path that is no inference endpoint get an immediate 4xx; the
+// node keeps serving.
+func TestExtProcBadInputIsRefusedClearly(t *testing.T) {
+	f := pickerFleet(t, 1, func(c *node.Config) { c.Selection.ExtProc.MaxBodyBytes = 4096 })
+	t.Run("body before headers", func(t *testing.T) {
+		e := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+		e.body([]byte("{}"), true)
+		if _, err := e.stream.Recv(); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("got %v, want INVALID_ARGUMENT", err)
+		}
+	})
+	t.Run("response before the request ended", func(t *testing.T) {
+		e := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+		e.headers("/v1/completions", nil, false)
+		e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{}}})
+		if _, err := e.stream.Recv(); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("got %v, want INVALID_ARGUMENT", err)
+		}
+	})
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		want       int32
+	}{
+		{name: "oversized body", path: "/v1/completions", body: completionBody(seq(1, 2000)), want: 413},
+		{name: "malformed body", path: "/v1/completions", body: []byte(`{"model":`), want: 400},
+		{name: "unknown model", path: "/v1/completions", body: []byte(`{"model":"nope","prompt":"x"}`), want: 404},
+		{name: "not an inference path", path: "/v1/nope", want: 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvoy(t, f, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)
+			e.headers(tc.path, nil, tc.body == nil)
+			if tc.body != nil {
+				e.body(tc.body, true)
+			}
+			im := e.recv().GetImmediateResponse()
+			if int32(im.GetStatus().GetCode()) != tc.want || !strings.Contains(string(im.GetBody()), `"error"`) {
+				t.Fatalf("immediate response %v, want %d with an OpenAI error body", im, tc.want)
+			}
+		})
+	}
+	hc := healthpb.NewHealthClient(dial(t, f.node.ExtProcAddr().String()))
+	for _, svc := range []string{"liveness", "readiness", "envoy.service.ext_proc.v3.ExternalProcessor"} {
+		r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health %s: %v %v", svc, r, err)
+		}
+	}
+}
+
+// engineEndpoints are the host:port of every engine of the fleet, as
+// Selects pinned to each report them.
+func (f *fleet) engineEndpoints() map[string]bool {
+	f.t.Helper()
+	out := map[string]bool{}
+	c := selectClient(f.t, f)
+	for id := range f.engines {
+		sel, err := c.Select(context.Background(), &kvrpb.SelectRequest{Model: model, Prompt: tokenPrompt(1, 16),
+			Headers: map[string]string{"X-Worker-Instance-Id": strconv.FormatUint(id, 10)}})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out[sel.GetWorker().GetEndpoint()] = true
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package selection
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// The HTTP/JSON mirror's paths. Bodies and answers are the gRPC messages
+// in protobuf's JSON mapping (lowerCamelCase or the proto field names on
+// input, lowerCamelCase on output); errors are the OpenAI error body.
+const (
+	PathSelect           = "/v1/select"
+	PathSelectAndReserve = "/v1/select_and_reserve"
+	PathReservations     = "/v1/reservations"
+)
+
+// call is one method of the service on a decoded message.
+type call func(ctx context.Context, in proto.Message) (proto.Message, error)
+
+// Routes are the mirror's routes, for the node's HTTP listener, which
+// guards them as client (API) routes. body reads request bodies under
+// the listener's limits.
+func (s *Service) Routes(body oaiedge.BodyReader) []oaiedge.Route {
+	h := mirror{s: s, body: body}
+	return []oaiedge.Route{
+		{Pattern: "POST " + PathSelect, Handler: h.serve(&kvrpb.SelectRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
+			return s.selectOne(ctx, m.(*kvrpb.SelectRequest))
+		})},
+		{Pattern: "POST " + PathSelectAndReserve, Handler: h.serve(&kvrpb.SelectRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
+			return s.selectAndReserve(ctx, m.(*kvrpb.SelectRequest))
+		})},
+		{Pattern: "POST " + PathReservations, Handler: h.serve(&kvrpb.SelectReserveRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
+			return s.reserve(ctx, m.(*kvrpb.SelectReserveRequest))
+		})},
+		{Pattern: "POST " + PathReservations + "/{id}/prefill_complete", Handler: h.prefillComplete},
+		{Pattern: "DELETE " + PathReservations + "/{id}", Handler: h.release},
+	}
+}
+
+// mirror serves the HTTP/JSON calls.
+type mirror struct {
+	s    *Service
+	body oaiedge.BodyReader
+}
+
+// serve decodes a body into a fresh message of in's type, runs c and
+// answers.
+func (h mirror) serve(in proto.Message, c call) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := h.s.cfg.Now()
+		m := in.ProtoReflect().New().Interface()
+		var out proto.Message
+		err := h.decode(w, r, m)
+		if err == nil {
+			out, err = c(r.Context(), m)
+		}
+		h.answer(w, start, out, err)
+	}
+}
+
+// prefillComplete serves POST /v1/reservations/{id}/prefill_complete.
+func (h mirror) prefillComplete(w http.ResponseWriter, r *http.Request) {
+	start := h.s.cfg.Now()
+	out, err := h.s.prefillComplete(&kvrpb.SelectReservationRef{ReservationId: r.PathValue("id")})
+	h.answer(w, start, out, err)
+}
+
+// release serves DELETE /v1/reservations/{id}[?outcome=failed|unreachable].
+func (h mirror) release(w http.ResponseWriter, r *http.Request) {
+	start := h.s.cfg.Now()
+	in := &kvrpb.SelectReleaseRequest{ReservationId: r.PathValue("id")}
+	var out proto.Message
+	var err error
+	switch o := r.URL.Query().Get("outcome"); o {
+	case "", "succeeded":
+	case "failed":
+		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_FAILED
+	case "unreachable":
+		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_UNREACHABLE
+	default:
+		err = oaiedge.Invalid("outcome", "outcome must be succeeded, failed or unreachable, got %q", o)
+	}
+	if err == nil {
+		out, err = h.s.release(in)
+	}
+	h.answer(w, start, out, err)
+}
+
+// decode reads the body under the listener's limits into m.
+func (h mirror) decode(w http.ResponseWriter, r *http.Request, m proto.Message) error {
+	data, hold, err := h.body.ReadHeld(w, r, nil)
+	if err != nil {
+		return err
+	}
+	// The message holds copies of what it decodes: the body's share of
+	// the budget is back once it is decoded.
+	defer hold.Release()
+	if err := protojson.Unmarshal(data, m); err != nil {
+		return oaiedge.Invalid("", "body is not a %s in JSON: %v", m.ProtoReflect().Descriptor().Name(), err)
+	}
+	return nil
+}
+
+// answer writes out, or err in the OpenAI shape with its class's status.
+func (h mirror) answer(w http.ResponseWriter, start time.Time, out proto.Message, err error) {
+	c := h.s.errs.Classify(err)
+	h.s.observe(metrics.EdgeSelectHTTP, start, c, err)
+	if err != nil {
+		oaiedge.WriteJSON(w, c.Status, oaiedge.ErrorJSON(err, c))
+		return
+	}
+	data, err := protojson.Marshal(out)
+	if err != nil {
+		h.s.errs.Write(w, err)
+		return
+	}
+	oaiedge.WriteJSON(w, http.StatusOK, data)
+}

@@ -1,0 +1,137 @@
+package selection
+
+import (
+	"net/http"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/node/frontend"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+)
+
+// Limits of a SelectRequest beside the prompt's (the frontend's).
+const (
+	// MaxRequestIDBytes bounds request ids, which name bookings and log
+	// lines.
+	MaxRequestIDBytes = 256
+	// MaxHeaders and MaxHeaderBytes bound the headers map: routing reads
+	// a dozen headers of a few hundred bytes at most.
+	MaxHeaders     = 64
+	MaxHeaderBytes = 16 << 10
+)
+
+// openAIPaths are the endpoints an openai prompt may name.
+var openAIPaths = map[string]oaiedge.Endpoint{
+	"": oaiedge.Chat, oaiedge.Chat.Path(): oaiedge.Chat, oaiedge.Completions.Path(): oaiedge.Completions,
+	oaiedge.Embeddings.Path(): oaiedge.Embeddings, oaiedge.Responses.Path(): oaiedge.Responses,
+}
+
+// request builds the routing request of in with id, through the
+// frontend's builder. release gives back the prompt's pooled tokens once
+// the request is no longer used.
+func (s *Service) request(in *kvrpb.SelectRequest, id string) (*dispatch.Request, func(), error) {
+	h, err := headers(in.GetHeaders())
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Now()
+	switch p := in.GetPrompt().(type) {
+	case *kvrpb.SelectRequest_Openai:
+		return s.openAI(in, p.Openai, h, id)
+	case *kvrpb.SelectRequest_Tokens:
+		if len(p.Tokens.GetIds()) == 0 {
+			return nil, nil, oaiedge.Invalid("tokens", "tokens.ids is empty")
+		}
+		r, err := s.reqs.Prompt(id, prompt(in, p.Tokens.GetIds(), ""), h, now)
+		return r, func() {}, err
+	case *kvrpb.SelectRequest_Text:
+		if p.Text == "" {
+			return nil, nil, oaiedge.Invalid("text", "text is empty")
+		}
+		r, err := s.reqs.Prompt(id, prompt(in, nil, p.Text), h, now)
+		return r, func() {}, err
+	}
+	return nil, nil, oaiedge.Invalid("prompt", "one of tokens, text and openai is required")
+}
+
+// openAI builds the request of an OpenAI body; its nvext carries the
+// hints, so the hints field must be unset.
+func (s *Service) openAI(in *kvrpb.SelectRequest, o *kvrpb.SelectOpenAI, h http.Header, id string) (*dispatch.Request, func(), error) {
+	ep, ok := openAIPaths[o.GetPath()]
+	if !ok {
+		return nil, nil, oaiedge.Invalid("openai.path", "openai.path %q is not a routed endpoint", o.GetPath())
+	}
+	if in.GetHints() != nil {
+		return nil, nil, oaiedge.Invalid("hints", "hints go in the openai body's nvext")
+	}
+	r, release, err := s.reqs.OpenAI(id, ep, o.GetBody(), h, s.cfg.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	if m := in.GetModel(); m != "" && m != r.Model {
+		release()
+		return nil, nil, oaiedge.Invalid("model", "model %q differs from the openai body's %q", m, r.Model)
+	}
+	return r, release, nil
+}
+
+// prompt is the frontend's Prompt of in.
+func prompt(in *kvrpb.SelectRequest, tokens []uint32, text string) frontend.Prompt {
+	hints := in.GetHints()
+	p := frontend.Prompt{Model: in.GetModel(), Tokens: tokens, Text: text, LoRA: hints.GetLora(), CacheSalt: hints.GetCacheSalt()}
+	if hints == nil {
+		return p
+	}
+	a := &p.Hints.AgentHints
+	if hints.OverlapScoreCredit != nil {
+		v := hints.GetOverlapScoreCredit()
+		a.OverlapScoreCredit = &v
+	}
+	if hints.Priority != nil {
+		v := hints.GetPriority()
+		a.Priority = &v
+	}
+	if hints.StrictPriority != nil {
+		v := int64(hints.GetStrictPriority())
+		a.StrictPriority = &v
+	}
+	if n := hints.GetOutputTokens(); n > 0 {
+		v := int64(n)
+		a.OSL = &v
+	}
+	return p
+}
+
+// headers is the headers map as an http.Header, bounded.
+func headers(m map[string]string) (http.Header, error) {
+	if len(m) > MaxHeaders {
+		return nil, oaiedge.Invalid("headers", "over %d headers", MaxHeaders)
+	}
+	h, n := make(http.Header, len(m)), 0
+	for k, v := range m {
+		n += len(k) + len(v)
+		h.Set(k, v)
+	}
+	if n > MaxHeaderBytes {
+		return nil, oaiedge.Invalid("headers", "headers over %d bytes", MaxHeaderBytes)
+	}
+	return h, nil
+}
+
+// requestID is in's request id, or a new one; ids are bounded and
+// printable, since they name log lines.
+func (s *Service) requestID(in *kvrpb.SelectRequest) (string, error) {
+	id := in.GetRequestId()
+	if id == "" {
+		return "sel-" + newID(), nil
+	}
+	if len(id) > MaxRequestIDBytes {
+		return "", oaiedge.Invalid("request_id", "request_id over %d bytes", MaxRequestIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] >= 0x7f {
+			return "", oaiedge.Invalid("request_id", "request_id must be printable ASCII without spaces")
+		}
+	}
+	return id, nil
+}

@@ -1,0 +1,61 @@
+package selection
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
+)
+
+// selectionResponse is the answer of a Select.
+func selectionResponse(id string, s *dispatch.Selection) *kvrpb.SelectResponse {
+	out := &kvrpb.SelectResponse{RequestId: id, Worker: worker(s.Worker, s.EndpointURL),
+		BlockSize: uint32(s.BlockSize), Blocks: uint32(s.Blocks), CachedBlocks: uint32(s.CachedBlocks),
+		SessionBound: s.SessionBound, Reason: s.Reason}
+	out.Candidates = make([]*kvrpb.SelectCandidate, len(s.Candidates))
+	for i, c := range s.Candidates {
+		sc := &kvrpb.SelectCandidate{EngineId: uint64(c.Worker.ID), DpRank: c.Worker.Rank,
+			DeviceBlocks: c.Overlap.Device, HostBlocks: c.Overlap.Host, DiskBlocks: c.Overlap.Disk,
+			Potential: load(c.Load), Active: load(c.Active), Eligible: c.Eligible, Chosen: c.Worker == s.Worker}
+		if c.Costed {
+			sc.Cost = &c.Cost
+		}
+		out.Candidates[i] = sc
+	}
+	return out
+}
+
+// decisionResponse is the answer of a reservation.
+func decisionResponse(id string, d *dispatch.Decision) *kvrpb.SelectResponse {
+	return &kvrpb.SelectResponse{RequestId: id, Worker: worker(d.Worker, d.EndpointURL),
+		Blocks: uint32(d.Blocks), CachedBlocks: uint32(d.CachedBlocks), SessionBound: d.SessionBound}
+}
+
+func worker(w routing.Worker, baseURL string) *kvrpb.SelectWorker {
+	hp, _ := HostPort(baseURL)
+	return &kvrpb.SelectWorker{EngineId: uint64(w.ID), DpRank: w.Rank, Endpoint: hp, Url: baseURL}
+}
+
+func load(l routing.Load) *kvrpb.SelectLoad {
+	return &kvrpb.SelectLoad{PrefillTokens: l.PrefillTokens, DecodeBlocks: l.DecodeBlocks, ActiveRequests: l.ActiveRequests}
+}
+
+// HostPort is the host:port of an engine's base URL, as a gateway's
+// destination header carries it: the URL's port, else its scheme's.
+func HostPort(baseURL string) (string, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("engine URL %q has no host", baseURL)
+	}
+	if u.Port() != "" {
+		return u.Host, nil
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}

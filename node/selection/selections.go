@@ -1,0 +1,95 @@
+package selection
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
+
+// selections keeps recent selections for Reserve: the request, with its
+// own copy of the prompt, and the engine chosen. Entries leave in the
+// order they came, at their TTL or when the entry or byte bound needs
+// room; since every entry has the same TTL, insertion order is expiry
+// order and a FIFO is all the bookkeeping needed.
+type selections struct {
+	ttl      time.Duration
+	maxN     int
+	maxBytes int64
+
+	mu    sync.Mutex
+	m     map[string]*selected
+	order []string // ids, oldest first; ids already taken are skipped
+	bytes int64
+}
+
+// selected is one kept selection.
+type selected struct {
+	req     dispatch.Request
+	worker  dispatch.Pin
+	expires time.Time
+	bytes   int64
+}
+
+func newSelections(ttl time.Duration, maxN int, maxBytes int64) *selections {
+	return &selections{ttl: ttl, maxN: maxN, maxBytes: maxBytes, m: make(map[string]*selected)}
+}
+
+// put keeps a copy of r (its prompt included, since r's tokens are lent)
+// as chosen to go to w, and returns its id.
+func (ss *selections) put(r *dispatch.Request, w dispatch.Pin, now time.Time) string {
+	e := &selected{req: *r, worker: w, expires: now.Add(ss.ttl)}
+	e.req.Tokens = append([]uint32(nil), r.Tokens...)
+	e.req.Pin, e.req.OverlapScoreCredit = nil, cloneFloat(r.OverlapScoreCredit)
+	e.bytes = int64(4*len(e.req.Tokens) + len(e.req.Text) + 256)
+	id := newID()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.m[id] = e
+	ss.order = append(ss.order, id)
+	ss.bytes += e.bytes
+	ss.evict(now)
+	return id
+}
+
+// take removes and returns selection id, if it is still kept.
+func (ss *selections) take(id string, now time.Time) (*selected, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.evict(now)
+	e, ok := ss.m[id]
+	if ok {
+		delete(ss.m, id)
+		ss.bytes -= e.bytes
+	}
+	return e, ok
+}
+
+// evict drops expired entries and, oldest first, those over the bounds;
+// ss.mu is held.
+func (ss *selections) evict(now time.Time) {
+	n := 0
+	for ; n < len(ss.order); n++ {
+		e, ok := ss.m[ss.order[n]]
+		if !ok {
+			continue // taken
+		}
+		if now.Before(e.expires) && len(ss.m) <= ss.maxN && ss.bytes <= ss.maxBytes {
+			break
+		}
+		delete(ss.m, ss.order[n])
+		ss.bytes -= e.bytes
+	}
+	ss.order = ss.order[n:]
+	if cap(ss.order) > 4*ss.maxN && len(ss.order) < ss.maxN {
+		ss.order = append([]string(nil), ss.order...) // let the old array go
+	}
+}
+
+func cloneFloat(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

@@ -1,0 +1,78 @@
+package selection
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/kvrouter/kvrouter/node/dispatch"
+)
+
+// TestSelectionsAreBoundedAndTakenOnce: a kept selection is taken once,
+// and leaves at its TTL or when the byte bound needs its room, oldest
+// first.
+func TestSelectionsAreBoundedAndTakenOnce(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ss := newSelections(time.Minute, 10, 3*(4*100+256))
+	r := &dispatch.Request{ID: "r", Model: "m", Tokens: make([]uint32, 100)}
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = ss.put(r, dispatch.Pin{Engine: 1}, t0)
+	}
+	if _, ok := ss.take(ids[0], t0); ok {
+		t.Error("the oldest selection outlived the byte bound")
+	}
+	e, ok := ss.take(ids[1], t0)
+	if !ok || len(e.req.Tokens) != 100 || e.worker.Engine != 1 {
+		t.Fatalf("take: %+v %v", e, ok)
+	}
+	if _, ok := ss.take(ids[1], t0); ok {
+		t.Error("a selection was taken twice")
+	}
+	if _, ok := ss.take(ids[2], t0.Add(time.Minute)); ok {
+		t.Error("a selection outlived its TTL")
+	}
+}
+
+// TestCodeOfEveryClass: each error class of the edge's table has the gRPC
+// code its status means.
+func TestSelectCodeOfEveryClass(t *testing.T) {
+	table := errorTable(529)
+	tests := []struct {
+		err  error
+		want codes.Code
+	}{
+		{dispatch.ErrBadRequest, codes.InvalidArgument},
+		{dispatch.ErrModelNotFound, codes.NotFound},
+		{dispatch.ErrOverloaded, codes.ResourceExhausted},
+		{dispatch.ErrNoEngine, codes.Unavailable},
+		{dispatch.ErrSessionLimit, codes.ResourceExhausted},
+		{ErrSelectionNotFound, codes.NotFound},
+		{ErrReservationLimit, codes.ResourceExhausted},
+		{ErrClosed, codes.Unavailable},
+	}
+	for _, tc := range tests {
+		if got := Code(table.Classify(tc.err)); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if c := table.Classify(ErrSelectionNotFound); c.Status != http.StatusNotFound {
+		t.Errorf("selection not found is %d", c.Status)
+	}
+}
+
+// TestHostPort: the destination of an engine URL is its host and port,
+// the scheme's port when it has none.
+func TestSelectHostPort(t *testing.T) {
+	for in, want := range map[string]string{"http://10.0.0.1:8000": "10.0.0.1:8000", "https://e.svc": "e.svc:443",
+		"http://[::1]": "[::1]:80"} {
+		if got, err := HostPort(in); err != nil || got != want {
+			t.Errorf("HostPort(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := HostPort("nope"); err == nil {
+		t.Error("a URL without a host has a destination")
+	}
+}
