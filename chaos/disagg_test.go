@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
@@ -192,14 +193,10 @@ func waitIdleReports(t *testing.T, d *dc, engines ...uint64) {
 // waitWorkers waits until every member counts n engine ranks.
 func waitWorkers(t *testing.T, d *dc, n float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, m := range d.members {
-		for metricSum(t, m, "kvrouter_workers") != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s does not count %v engine ranks", m.id, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waittest.Until(t, 30*time.Second, m.id+" counts every engine rank", func() bool {
+			return metricSum(t, m, "kvrouter_workers") == n
+		})
 	}
 }
 
@@ -228,8 +225,7 @@ func placeGroups(t *testing.T, d *dc, c *http.Client) []string {
 func waitCached(t *testing.T, m *member, g int, engine string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": mocker.DefaultModel, "prompt": disaggPrompt(g, 0)})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waittest.UntilNil(t, 10*time.Second, fmt.Sprintf("%s's index holds group %d's prefix on %s", m.id, g, engine), func() error {
 		var ex struct {
 			Engines []struct {
 				Engine string `json:"engine"`
@@ -237,20 +233,21 @@ func waitCached(t *testing.T, m *member, g int, engine string) {
 			} `json:"engines"`
 		}
 		resp, err := http.Post("http://"+m.http+"/v1/route/explain", "application/json", bytes.NewReader(body))
-		if err == nil {
-			_ = json.NewDecoder(resp.Body).Decode(&ex)
-			resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ex)
+		resp.Body.Close()
+		if err != nil {
+			return err
 		}
 		for _, e := range ex.Engines {
 			if e.Engine == engine && e.Cached >= disaggPrefix/blockSize {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's index does not hold group %d's prefix on %s: %+v", m.id, g, engine, ex.Engines)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("the index holds %+v", ex.Engines)
+	})
 }
 
 // runDisaggLoad runs the workload for d.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -406,13 +407,12 @@ func TestDisaggSGLangPrefillFails(t *testing.T) {
 	}
 	// A decode hop may not have reached its engine before the prefill hop
 	// failed; every one that did must be canceled.
-	deadline := time.Now().Add(5 * time.Second)
-	for canceled.Load() != arrived.Load() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d decode hops canceled after their prefill hops failed", canceled.Load(), arrived.Load())
+	waittest.UntilNil(t, 5*time.Second, "every decode hop that reached its engine is canceled", func() error {
+		if c, a := canceled.Load(), arrived.Load(); c != a {
+			return fmt.Errorf("%d of %d canceled", c, a)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, hops, dones := r.ends(); len(hops) != 2 || len(dones) != 2 || dones[1] == nil {
 		t.Fatalf("hop ends %v, decision ends %v", hops, dones)
 	}
