@@ -38,8 +38,9 @@ func startEngineProcess(t *testing.T, d *dc, id uint64, dir string) *engineProc 
 }
 
 // startEngineProcessOf is startEngineProcess with the mocker of bin (the
-// rolling upgrade runs the previous release's); the log is appended to.
-func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string) *engineProc {
+// rolling upgrade runs the previous release's) and the extra mocker
+// arguments; the log is appended to.
+func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string, extra ...string) *engineProc {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("engine-%d.log", id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -48,6 +49,7 @@ func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string
 	cmd := exec.Command(bin, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
 		"--http-addr", freeAddr(t), "--speedup", "10", "--block-size", strconv.Itoa(blockSize),
 		"--heartbeat-interval", "100ms", "--log-level", "warn")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

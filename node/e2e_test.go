@@ -115,14 +115,21 @@ func (f *fleet) listen() net.Listener {
 
 // serveEngine runs engine id on ln, advertising endpoint ("": ln's).
 func (f *fleet) serveEngine(id uint64, ln net.Listener, endpoint string) {
+	f.serveEngineWith(id, ln, func(c *server.Config) { c.EndpointURL = endpoint })
+}
+
+// serveEngineWith runs engine id on ln, its configuration adjusted by
+// edit.
+func (f *fleet) serveEngineWith(id uint64, ln net.Listener, edit func(*server.Config)) {
 	f.t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	bus, err := natsbus.Open(natsbus.Config{URL: f.node.NATSURL()}, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond, EndpointURL: endpoint,
-		Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}, bus.Conn, log)
+	cfg := server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond, Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}
+	edit(&cfg)
+	srv, err := server.New(cfg, bus.Conn, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}

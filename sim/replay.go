@@ -37,6 +37,8 @@ type replay struct {
 	// trace and timeline.
 	refs  References
 	trace *traceRecorder
+	// dis is a disaggregated replay's state (disagg.go), nil otherwise.
+	dis *disaggState
 }
 
 // Run replays prompts through the named policy and returns its figures,
@@ -69,6 +71,10 @@ func newReplay(prompts []Prompt, name string, cfg Config) (*replay, error) {
 		}
 		rp.engines = append(rp.engines, e)
 		infos[i] = e.Info()
+	}
+	if cfg.PrefillEngines > 0 {
+		disaggInfos(infos, cfg.PrefillEngines)
+		rp.dis = &disaggState{decode: make(map[string]int)}
 	}
 	r, err := newRouter(name, cfg, infos)
 	if err != nil {
@@ -135,6 +141,9 @@ func (rp *replay) nextEngine() (int, time.Time, bool) {
 }
 
 func (rp *replay) admit(i int) error {
+	if rp.dis != nil {
+		return rp.admitPair(i)
+	}
 	p := &rp.prompts[i]
 	now := rp.arrival(i)
 	id := strconv.Itoa(i)
@@ -165,6 +174,9 @@ func (rp *replay) step(i int, t time.Time) error {
 		if err := rp.router.idx.Apply(&res.Events[k]); err != nil {
 			return fmt.Errorf("engine %d event %d: %w", i+1, res.Events[k].ID, err)
 		}
+	}
+	if rp.dis != nil {
+		return rp.stepPair(i, t, &res)
 	}
 	for _, a := range res.Admitted {
 		if !a.Readmission {
@@ -206,7 +218,14 @@ func (rp *replay) result(name string) Result {
 	r.TTFTP50Ms = ms(Percentile(rp.ttft, 0.50))
 	r.TTFTP99Ms = ms(Percentile(rp.ttft, 0.99))
 	r.ITLP50Ms = ms(Percentile(rp.itl, 0.50))
+	r.ITLP99Ms = ms(Percentile(rp.itl, 0.99))
 	r.LoadMaxOverMean = MaxOverMean(rp.prefill)
+	if rp.dis != nil {
+		// Only the prefill engines prefill; the decode engines compute
+		// tails.
+		r.LoadMaxOverMean = MaxOverMean(rp.prefill[:rp.cfg.PrefillEngines])
+		r.PrefillEngines = rp.cfg.PrefillEngines
+	}
 	if len(rp.prompts) > 0 {
 		span := rp.last.Sub(rp.arrival(0)).Seconds()
 		r.SimulatedSeconds = span

@@ -16,8 +16,13 @@ import (
 // (policy.Decider) over a fixed fleet, with an in-memory session store
 // and the engines' load reports. It runs on the replay's virtual clock.
 type router struct {
-	idx      *index.Exact // nil in approximate mode
-	core     *policy.Decider
+	idx  *index.Exact // nil in approximate mode
+	core *policy.Decider
+	// pair is the two-hop decision of a disaggregated replay (nil
+	// otherwise), ds its scratch and pairs its bookings (disagg.go).
+	pair     *policy.Disagg
+	ds       policy.DisaggScratch
+	pairs    map[string]*policy.PairBooking
 	reports  reports
 	infos    []routing.WorkerInfo
 	slot     map[routing.Worker]int
@@ -43,6 +48,12 @@ func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, er
 	}
 	if r.core, err = policy.NewDecider(dc, r.idx); err != nil {
 		return nil, err
+	}
+	if cfg.PrefillEngines > 0 {
+		if r.pair, err = policy.NewDisagg(dc, r.idx); err != nil {
+			return nil, err
+		}
+		r.pairs = make(map[string]*policy.PairBooking)
 	}
 	return r, nil
 }

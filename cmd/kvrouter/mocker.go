@@ -33,9 +33,11 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	}{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
+		{groupServing, f.registerDisagg},
 		{groupModel, f.registerModel},
 		{groupEventPlane, f.registerEventPlane},
 		{groupObservability, f.log.register},
+		{groupAdvanced, f.registerDisaggTiming},
 	} {
 		grouped(fs, g.group, g.reg)
 	}

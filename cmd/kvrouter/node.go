@@ -90,6 +90,8 @@ func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 		"--prefill-load-scale and the host/disk weights keep their values.")
 	addBool(fs, &f.ref.agentic, "agentic", false, "preset: credit 2, prefill scale 4, active-request weight 64\n"+
 		"Overrides those options; refused together with --load-aware.")
+	addBool(fs, &d.DecodeFallback, "decode-fallback", d.DecodeFallback, "no prefill engine left: serve on decode engines\n"+
+		"Disaggregated serving. Off, such requests get 503; a request whose prefill hop failed is never served whole.")
 }
 
 func (f *nodeFlags) registerObservability(fs *pflag.FlagSet) {

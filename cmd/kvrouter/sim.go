@@ -25,6 +25,8 @@ type simFlags struct {
 	noEvents  bool
 	json      bool
 	report    string
+	// prefillEngines makes the replay disaggregated (sim_flags_disagg.go).
+	prefillEngines int
 }
 
 func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
@@ -39,11 +41,12 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.BoolVar(&f.noEvents, "no-kv-events", false, "approximate mode: ignore engine KV events, index the router's own decisions")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
+	f.registerDisagg(fs)
 }
 
 func (f *simFlags) config() sim.Config {
 	return sim.Config{Engines: f.engines, BlockSize: f.blockSize, RateScale: f.rateScale,
-		Seed: f.seed, NoKVEvents: f.noEvents}
+		Seed: f.seed, NoKVEvents: f.noEvents, PrefillEngines: f.prefillEngines}
 }
 
 func (f *simFlags) load() ([]traces.Request, string, error) {

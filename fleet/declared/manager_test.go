@@ -206,3 +206,42 @@ func TestDNSARecords(t *testing.T) {
 		t.Fatalf("Resolve = %+v, %v", specs, err)
 	}
 }
+
+// TestDisaggRoleFromServerInfo: an engine declared without a role takes
+// the one its own server information gives (SGLang's disaggregation mode
+// and bootstrap port); a declared role wins over it.
+func TestDisaggRoleFromServerInfo(t *testing.T) {
+	// sglang serves a fake engine's routes plus SGLang's server
+	// information.
+	sglang := func() *httptest.Server {
+		sg := http.NewServeMux()
+		sg.Handle("/", newFakeEngine(t, "M").Config.Handler)
+		sg.HandleFunc("GET /server_info", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"disaggregation_mode":"prefill","disaggregation_bootstrap_port":8998,"tp_size":1}`)
+		})
+		s := httptest.NewServer(sg)
+		t.Cleanup(s.Close)
+		return s
+	}
+	e, declared := sglang(), sglang()
+	plain := newFakeEngine(t, "M") // no server information: aggregated
+	reg := fleet.NewRegistry(time.Minute, nil)
+	cfg, _ := testConfig()
+	decl, err := ParseSpec("url=" + declared.URL + ",role=decode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, cfg, []Spec{{URL: e.URL, BlockSize: 16}, {URL: plain.URL, BlockSize: 16}, decl}, nil, reg)
+	waitFor(t, "three engines", func() bool { return len(reg.Workers("M")) == 3 })
+	roles := map[routing.WorkerID]routing.Role{}
+	for _, w := range reg.Workers("M") {
+		roles[w.Worker.ID] = w.Role
+	}
+	if roles[EngineID(e.URL)] != routing.RolePrefill || roles[EngineID(plain.URL)] != routing.RoleAggregated ||
+		roles[EngineID(declared.URL)] != routing.RoleDecode {
+		t.Fatalf("roles %v", roles)
+	}
+	if port, _ := reg.BootstrapPort(EngineID(e.URL)); port != 8998 {
+		t.Fatalf("bootstrap port %d", port)
+	}
+}
