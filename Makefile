@@ -46,13 +46,15 @@ build: ## Build bin/kvrouter (static, stripped).
 test: ## The whole suite: lint, every package's tests once, deploy/ checks, race detector on concurrent packages; prints each phase's wall time.
 	@mkdir -p bin && rm -f bin/phases.txt && start=$$(date +%s) && \
 	  $(MAKE) --no-print-directory -j3 --output-sync=target test-phases && \
-	  echo "make test passed in $$(( $$(date +%s) - start ))s; wall time of each phase (race ran beside the others):" && \
+	  echo "make test passed in $$(( $$(date +%s) - start ))s; wall time of each phase (race, unit and deploy ran side by side after lint):" && \
 	  cat bin/phases.txt
 
-# The phases of `make test`. The race build shares no compile with the others (other flags, and
-# cgo), so it runs beside them from the start and fills the cores that the plain build's long
-# single-package compiles and the process tests' waits leave idle; unit and deploy reuse what lint
-# compiled, so they start after it. Each phase's output is printed whole when it ends.
+# The phases of `make test`. lint compiles the tree for the plain tests, which unit and deploy then
+# reuse. The race build shares no compile with them (other flags, and cgo); it runs beside unit and
+# deploy, whose process tests spend most of their time waiting (the unit phase alone keeps about
+# one core busy), and not beside lint, whose compile keeps both cores busy: two CPU-bound builds at
+# once took longer than one after the other (docs/testing.md). Each phase's output is printed whole
+# when it ends.
 .PHONY: test-phases test-lint test-unit test-deploy test-racepkgs
 test-phases: test-lint test-unit test-deploy test-racepkgs
 test-lint:
@@ -61,7 +63,7 @@ test-unit: test-lint
 	@$(PHASE) unit $(PLAIN) $(GO) test -count=1 -vet=off $(PKGS)
 test-deploy: test-lint
 	@$(PHASE) deploy sh -c 'cd deploy && $(PLAIN) $(GO) test -count=1 -vet=off ./...'
-test-racepkgs:
+test-racepkgs: test-lint
 	@$(PHASE) race $(RACE) $(RACE_PKGS)
 
 .PHONY: test-race
