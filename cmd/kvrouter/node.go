@@ -76,7 +76,7 @@ func registerConfigFlag(fs *pflag.FlagSet, path *string) {
 func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 	d := &f.cfg.Dispatch
 	fs.StringVar(&d.Policy, "router-mode", d.Policy, "routing policy (list in docs/configuration.md)\n"+
-		"One of "+strings.Join(policy.Names(), ", ")+".")
+		"One of "+strings.Join(policy.Names(), ", ")+"; or the reference's short names "+policyAliases()+".")
 	addBool(fs, &f.kvEvents, "kv-events", true, "index engine KV events (false: approximate mode)\n"+
 		"In approximate mode the router ignores engine KV events and indexes its own routing decisions.")
 	fs.DurationVar(&d.ApproxTTL, "router-ttl", 0, "approximate mode: how long a routed block stays (0: 120s)")
@@ -90,6 +90,15 @@ func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 		"--prefill-load-scale and the host/disk weights keep their values.")
 	addBool(fs, &f.ref.agentic, "agentic", false, "preset: credit 2, prefill scale 4, active-request weight 64\n"+
 		"Overrides those options; refused together with --load-aware.")
+}
+
+// policyAliases lists the short policy names with what each stands for.
+func policyAliases() string {
+	var out []string
+	for _, a := range policy.Aliases() {
+		out = append(out, a+" ("+policy.Canonical(a)+")")
+	}
+	return strings.Join(out, ", ")
 }
 
 func (f *nodeFlags) registerObservability(fs *pflag.FlagSet) {

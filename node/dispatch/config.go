@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -61,7 +60,8 @@ const (
 type Config struct {
 	// Policy names the selector (policy): "kv", "two-tier", "round-robin",
 	// "random", "power-of-two", "least-loaded", "device-aware-weighted" or
-	// "direct". Default "kv".
+	// "direct", or a short name of one ("rr", "p2c": policy.Canonical),
+	// which EnsureDefaults replaces by the name. Default "kv".
 	Policy string
 	// BlockSize is the KV block size in tokens (block_size). Default 0:
 	// taken from the engines' cards, per model; ranks whose card disagrees
@@ -160,6 +160,9 @@ func (c Config) EnsureDefaults() Config {
 	if c.Policy == "" {
 		c.Policy = d.Policy
 	}
+	if p := policy.Canonical(c.Policy); p != "" {
+		c.Policy = p // an alias ("rr") names its selector from here on
+	}
 	if c.MaxPromptTokens == 0 {
 		c.MaxPromptTokens = d.MaxPromptTokens
 	}
@@ -200,8 +203,8 @@ func (c Config) Validate() error {
 // validateCore checks the prompt and block limits.
 func (c Config) validateCore() error {
 	switch {
-	case !slices.Contains(policy.Names(), c.Policy):
-		return configError("policy: unknown %q (known: %v)", c.Policy, policy.Names())
+	case policy.Canonical(c.Policy) == "":
+		return configError("policy: unknown %q (known: %v, or the short names %v)", c.Policy, policy.Names(), policy.Aliases())
 	case c.BlockSize < 0 || c.BlockSize > maxBlockSize:
 		return configError("block_size: must be in 0..%d, got %d", maxBlockSize, c.BlockSize)
 	case c.MaxPromptTokens <= 0:

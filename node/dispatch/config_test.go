@@ -18,6 +18,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "defaults", edit: func(*Config) {}},
 		{name: "unknown policy", edit: func(c *Config) { c.Policy = "fastest" }, key: "policy"},
+		{name: "short policy name", edit: func(c *Config) { c.Policy = "rr" }},
 		{name: "negative block size", edit: func(c *Config) { c.BlockSize = -1 }, key: "block_size"},
 		{name: "huge block size", edit: func(c *Config) { c.BlockSize = 1 << 20 }, key: "block_size"},
 		{name: "zero prompt limit", edit: func(c *Config) { c.MaxPromptTokens = -5 }, key: "max_prompt_tokens"},
@@ -48,6 +49,18 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("err %v, want ErrInvalidConfig naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// TestShortPolicyNames checks that the reference's short mode names run
+// the selector they stand for.
+func TestShortPolicyNames(t *testing.T) {
+	for short, want := range map[string]string{"rr": policy.NameRoundRobin, "p2c": policy.NamePowerOfTwo} {
+		c := DefaultConfig()
+		c.Policy = short
+		if got := c.EnsureDefaults().Policy; got != want {
+			t.Errorf("policy %q: EnsureDefaults gives %q, want %q", short, got, want)
+		}
 	}
 }
 
