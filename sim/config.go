@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -41,6 +42,11 @@ type Config struct {
 	// NoKVEvents runs the router in approximate mode: it ignores the
 	// engines' KV events and indexes its own decisions with a TTL.
 	NoKVEvents bool
+	// ApproxPolicy is how approximate mode's index forgets, as the node's
+	// router-approximate-cache-policy: index.PolicyTTL (default) or
+	// index.PolicyLRU, which models each engine's cache at its capacity.
+	// LRU needs NoKVEvents.
+	ApproxPolicy index.Policy
 	// PredictTTL enables the router's predict-on-route side index with
 	// this TTL, as the node's router-predicted-ttl does. Default 0 (off),
 	// the node's default.
@@ -116,6 +122,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: rate_scale must be in (0, 1e6], got %v", ErrConfig, c.RateScale)
 	case c.PredictTTL < 0 || c.AffinityTTL < 0 || c.MaxSessions < 0:
 		return fmt.Errorf("%w: predict_ttl, affinity_ttl and max_sessions must be >= 0", ErrConfig)
+	case c.ApproxPolicy == index.PolicyLRU && !c.NoKVEvents:
+		return fmt.Errorf("%w: approx_policy lru models the caches of approximate mode: it needs no_kv_events", ErrConfig)
 	case c.ReportInterval < 0:
 		return fmt.Errorf("%w: report_interval must be > 0, got %v", ErrConfig, c.ReportInterval)
 	}

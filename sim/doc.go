@@ -20,8 +20,9 @@
 // and completions end the booking as a node's frontend does, and once per
 // Config.ReportInterval the router takes every engine's load report, as a
 // node receives heartbeats. With KV events off the router runs in approximate mode instead:
-// it records its own decisions in a TTL index and never sees the engines'
-// caches. Nothing here copies a decision step: a change to the router's
+// it records its own decisions in a TTL index (or, with
+// Config.ApproxPolicy, an LRU model of each engine's cache at its
+// capacity) and never sees the engines' caches. Nothing here copies a decision step: a change to the router's
 // decisions shows in the simulation.
 //
 // References. Every Result carries the policy's share of three hit-ratio

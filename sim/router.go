@@ -52,7 +52,7 @@ func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, er
 func (r *router) deciderConfig(name string, cfg Config) (policy.DeciderConfig, error) {
 	dc := policy.DeciderConfig{Policy: name, Seed: cfg.Seed, Thresholds: cfg.Thresholds, BlockSize: cfg.BlockSize,
 		Options:         policy.DefaultOptions(nil),
-		ApproximateMode: cfg.NoKVEvents, PredictTTL: cfg.PredictTTL,
+		ApproximateMode: cfg.NoKVEvents, ApproxPolicy: cfg.ApproxPolicy, PredictTTL: cfg.PredictTTL,
 		MaxRequestAge: load.DefaultMaxRequestAge, AffinityMode: cfg.AffinityMode, MaxSessions: cfg.MaxSessions,
 		Now: func() time.Time { return r.now }}
 	dc.Options.KV, dc.Options.KVTTFT = *cfg.KV, *cfg.KVTTFT

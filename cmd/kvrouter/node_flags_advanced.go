@@ -22,6 +22,10 @@ func (f *nodeFlags) registerAdvanced(fs *pflag.FlagSet) {
 	fs.Int64Var(&d.TwoTier.BalanceAbsThreshold, "two-tier-balance-abs-threshold", d.TwoTier.BalanceAbsThreshold, "two-tier: load decides above this spread\nThe spread of active requests between workers.")
 	fs.Float64Var(&d.TwoTier.BalanceRelThreshold, "two-tier-balance-rel-threshold", d.TwoTier.BalanceRelThreshold, "two-tier: and above this max/min ratio\nThe ratio of the most to the fewest active requests must also exceed it; >= 1.")
 	fs.Float64Var(&d.TwoTier.HostCacheWeight, "two-tier-host-cache-weight", d.TwoTier.HostCacheWeight, "two-tier: weight of host-tier hits, [0,1]\nOf the host-memory run in the cache tier.")
+	fs.StringVar(&r.approxPolicy, "router-approximate-cache-policy", "ttl", "approximate index: ttl or lru\n"+
+		"ttl forgets a prompt --router-ttl after it was routed. lru models each engine rank's cache at its "+
+		"advertised capacity: the blocks of requests in flight stay, the least recently released go first. "+
+		"lru needs --kv-events=false.")
 	addBool(fs, &r.assumeKVReuse, "router-assume-kv-reuse", true, "count blocks shared by in-flight requests once\nPer worker: prompt blocks de-duplicated.")
 	addBool(fs, &r.trackPrefill, "router-track-prefill-tokens", true, "count uncached prompt tokens as load\nUntil the first output token.")
 	addBool(fs, &r.trackOutput, "router-track-output-blocks", false, "count the blocks a request's output fills as load\n"+

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -71,7 +72,6 @@ func (f *nodeFlags) registerCompat(fs *pflag.FlagSet) {
 // bound to the option it sets.
 func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
 	r := &f.ref
-	fs.StringVar(&r.approxPolicy, "router-approximate-cache-policy", "ttl", "ttl; lru is accepted and runs as ttl")
 	fs.StringVar(&r.sharedCacheType, "shared-cache-type", "none", "hicache: no shared-cache source feeds it")
 	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "no shared-cache source feeds the credit")
 	addBool(fs, new(bool), "decode-fallback", false, "kvrouter routes aggregated serving only")
@@ -99,7 +99,7 @@ var errReference = errors.New("invalid option")
 func (f *nodeFlags) resolveReference(log *slog.Logger) error {
 	r, d := &f.ref, &f.cfg.Dispatch
 	f.resolveDeprecated(log)
-	for _, step := range []func() error{f.resolvePresets, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
+	for _, step := range []func() error{f.resolvePresets, f.resolveApprox, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -136,6 +136,21 @@ func (f *nodeFlags) resolvePresets() error {
 	case r.agentic:
 		d.KV.OverlapScoreCredit, d.KV.PrefillLoadScale, d.KV.DecodeActiveRequestWeight = 2, 4, 64
 	}
+	return nil
+}
+
+// resolveApprox applies --router-approximate-cache-policy, after the
+// presets (--load-aware turns approximate mode on).
+func (f *nodeFlags) resolveApprox() error {
+	r, d := &f.ref, &f.cfg.Dispatch
+	p, err := index.ParsePolicy(r.approxPolicy)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: --router-approximate-cache-policy %q: want ttl or lru", errReference, r.approxPolicy)
+	case p == index.PolicyLRU && !d.ApproximateMode:
+		return fmt.Errorf("%w: --router-approximate-cache-policy lru models the caches of approximate mode: it needs --kv-events=false", errReference)
+	}
+	d.ApproxPolicy = p
 	return nil
 }
 
@@ -211,8 +226,6 @@ func readKeyFile(path string) ([]byte, error) {
 func (f *nodeFlags) resolveAccepted() error {
 	r := &f.ref
 	switch {
-	case r.approxPolicy != "ttl" && r.approxPolicy != "lru":
-		return fmt.Errorf("%w: --router-approximate-cache-policy %q: want ttl or lru", errReference, r.approxPolicy)
 	case r.prefillLoadModel != "none":
 		return fmt.Errorf("%w: --router-prefill-load-model %q: only none is supported", errReference, r.prefillLoadModel)
 	case r.minInitialWorkers < 0 || r.eventThreads < 1:

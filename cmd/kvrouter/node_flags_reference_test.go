@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -141,6 +142,31 @@ func TestReferencePresetsAndBooleans(t *testing.T) {
 	}
 }
 
+// TestApproximateCachePolicy: the reference's flag and variable select the
+// LRU approximate index in approximate mode.
+func TestApproximateCachePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args, env []string
+		want      index.Policy
+	}{
+		{"default", []string{"--no-router-kv-events"}, nil, index.PolicyTTL},
+		{"flag", []string{"--no-router-kv-events", "--router-approximate-cache-policy", "lru"}, nil, index.PolicyLRU},
+		{"DYN", nil, []string{"DYN_ROUTER_USE_KV_EVENTS=false", "DYN_ROUTER_APPROXIMATE_CACHE_POLICY=lru"}, index.PolicyLRU},
+		{"load-aware preset", []string{"--load-aware", "--router-approximate-cache-policy=lru"}, nil, index.PolicyLRU},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := resolveNode(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.ApproxPolicy; got != tc.want || !c.Dispatch.ApproximateMode {
+				t.Fatalf("policy %v (approximate mode %v), want %v", got, c.Dispatch.ApproximateMode, tc.want)
+			}
+		})
+	}
+}
+
 func writeKey(t *testing.T, n int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "key")
@@ -192,6 +218,8 @@ func TestReferenceBadValuesNameTheFlag(t *testing.T) {
 		{[]string{"--no-router-track-active-blocks"}, "--no-router-track-active-blocks"},
 		{[]string{"--router-ttl-secs=-1"}, "router-ttl-secs"},
 		{[]string{"--router-active-sequence-stride=0"}, "--router-active-sequence-stride"},
+		{[]string{"--no-router-kv-events", "--router-approximate-cache-policy=fifo"}, "--router-approximate-cache-policy"},
+		{[]string{"--router-approximate-cache-policy=lru"}, "--router-approximate-cache-policy"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/sim"
 	"github.com/kvrouter/kvrouter/sim/gen"
 	"github.com/kvrouter/kvrouter/sim/report"
@@ -23,6 +24,7 @@ type simFlags struct {
 	seed      uint64
 	limit     int
 	noEvents  bool
+	approx    string
 	json      bool
 	report    string
 }
@@ -37,13 +39,18 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the selectors' random tie-breaks")
 	fs.IntVar(&f.limit, "limit", 0, "replay only the first N requests (0: all)")
 	fs.BoolVar(&f.noEvents, "no-kv-events", false, "approximate mode: ignore engine KV events, index the router's own decisions")
+	fs.StringVar(&f.approx, "router-approximate-cache-policy", "ttl", "approximate mode's index: ttl, or lru at each engine's capacity")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
 }
 
-func (f *simFlags) config() sim.Config {
+func (f *simFlags) config() (sim.Config, error) {
+	approx, err := index.ParsePolicy(f.approx)
+	if err != nil {
+		return sim.Config{}, fmt.Errorf("--router-approximate-cache-policy: %w", err)
+	}
 	return sim.Config{Engines: f.engines, BlockSize: f.blockSize, RateScale: f.rateScale,
-		Seed: f.seed, NoKVEvents: f.noEvents}
+		Seed: f.seed, NoKVEvents: f.noEvents, ApproxPolicy: approx}, nil
 }
 
 func (f *simFlags) load() ([]traces.Request, string, error) {
@@ -121,7 +128,11 @@ func runSim(cmd *cobra.Command, f *simFlags, banner bool) error {
 	if banner && !f.json {
 		fmt.Fprintf(out, "Replaying %d requests of the %s through %d simulated engines (virtual clock)...\n\n", len(reqs), name, f.engines)
 	}
-	rs, err := sim.Compare(cmd.Context(), reqs, pols, f.config())
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	rs, err := sim.Compare(cmd.Context(), reqs, pols, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
@@ -98,6 +99,11 @@ type Config struct {
 	// ApproxTTL is how long the approximate index assumes a routed prompt
 	// stays cached (approx_ttl). Default 0: index.DefaultTTL (120 s).
 	ApproxTTL time.Duration
+	// ApproxPolicy is how the approximate index forgets (approx_policy):
+	// index.PolicyTTL (default) after ApproxTTL, or index.PolicyLRU, which
+	// models each engine rank's cache at its advertised capacity and keeps
+	// the blocks of requests in flight. LRU needs ApproximateMode.
+	ApproxPolicy index.Policy
 	// PredictTTL enables the predict-on-route side index with this TTL
 	// (predict_ttl): a decision is assumed cached on its worker until the
 	// engine's events catch up. Default 0 (off). It has no effect in
@@ -237,6 +243,10 @@ func (c Config) validateIndexes() error {
 		return configError("approx_ttl: must be >= 0, got %v", c.ApproxTTL)
 	case c.PredictTTL < 0:
 		return configError("predict_ttl: must be >= 0, got %v", c.PredictTTL)
+	case c.ApproxPolicy != index.PolicyTTL && c.ApproxPolicy != index.PolicyLRU:
+		return configError("approx_policy: unknown policy %v", c.ApproxPolicy)
+	case c.ApproxPolicy == index.PolicyLRU && !c.ApproximateMode:
+		return configError("approx_policy: lru models the caches of approximate_mode; with KV events it has no effect")
 	case c.PredictTTL > 0 && c.ApproximateMode:
 		return configError("predict_ttl: has no effect with approximate_mode, which records every decision")
 	case c.MaxRequestAge < 0:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -30,6 +31,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad threshold", edit: func(c *Config) { c.Thresholds.ActiveDecodeBlocks = &neg }, key: "active_decode_blocks_threshold"},
 		{name: "bad kv knob", edit: func(c *Config) { c.KV.HostCacheHitWeight = 2 }, key: "host_cache_hit_weight"},
 		{name: "negative approx ttl", edit: func(c *Config) { c.ApproxTTL = -1 }, key: "approx_ttl"},
+		{name: "unknown approx policy", edit: func(c *Config) { c.ApproxPolicy = 7 }, key: "approx_policy"},
+		{name: "lru with kv events", edit: func(c *Config) { c.ApproxPolicy = index.PolicyLRU }, key: "approx_policy"},
+		{name: "lru in approximate mode", edit: func(c *Config) { c.ApproxPolicy, c.ApproximateMode = index.PolicyLRU, true }},
 		{name: "predict in approximate mode", edit: func(c *Config) { c.PredictTTL = time.Second; c.ApproximateMode = true }, key: "predict_ttl"},
 		{name: "negative expiry", edit: func(c *Config) { c.MaxRequestAge = -1 }, key: "active_request_expiry"},
 		{name: "no clock", edit: func(c *Config) { c.Now = nil }, key: "now"},

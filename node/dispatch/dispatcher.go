@@ -89,7 +89,7 @@ func (d *Dispatcher) deciderConfig() policy.DeciderConfig {
 	return policy.DeciderConfig{
 		Policy: c.Policy, Seed: c.Seed, Thresholds: c.Thresholds, BlockSize: c.BlockSize,
 		Options:         policy.Options{KV: c.KV, TwoTier: c.TwoTier, DeviceAware: c.DeviceAware},
-		ApproximateMode: c.ApproximateMode, ApproxTTL: c.ApproxTTL, PredictTTL: c.PredictTTL,
+		ApproximateMode: c.ApproximateMode, ApproxTTL: c.ApproxTTL, ApproxPolicy: c.ApproxPolicy, PredictTTL: c.PredictTTL,
 		MaxRequestAge: c.MaxRequestAge, ExpireInterval: c.ExpireInterval, SuspectTimeout: c.SuspectTimeout,
 		Tracking: c.Tracking, Bindings: d.bindings, AffinityMode: c.AffinityMode, MaxSessions: c.MaxSessions,
 		Reports: reports, Now: c.Now, Observer: decisionObserver{d}, Log: d.log,

@@ -1,7 +1,8 @@
 // Package policy chooses the worker that serves a request: eligibility
 // filters narrow the candidates, then a selector picks one of them. Both are
 // small plugin interfaces (Filter, Selector), one implementation per file,
-// and New builds a selector by its configuration name.
+// and New builds a selector by its configuration name (or the reference's
+// short name of it: "rr", "p2c").
 //
 // Selectors: "kv" (the KV cost model: cached prefix credit against prefill
 // and decode load, argmin with uniform random tie-break or softmax sampling
@@ -42,7 +43,9 @@
 // simulator (sim) both run: candidates at the model's block size minus the
 // suspects (engines a request could not reach, for a timeout), matching in
 // the exact index (merged with the predict-on-route side index) or the
-// Decider's own approximate index, load projection from the bookings
+// Decider's own approximate index (TTL, or an LRU model of each rank's
+// cache at its advertised capacity whose leases the bookings hold; text
+// prompts always match a TTL index), load projection from the bookings
 // (routing/load) plus what engines report beyond them, session affinity
 // over a Bindings store (hard or soft, bind after success or, on an
 // Authoritative store, before dispatch), the pipeline, and the booking,
