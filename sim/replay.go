@@ -175,6 +175,9 @@ func (rp *replay) step(i int, t time.Time) error {
 		rp.router.firstToken(ft.ID, t)
 		rp.trace.firstToken(ft.ID, rp.prompts)
 	}
+	if rp.cfg.TrackOutputBlocks {
+		rp.engines[i].EachRunning(func(id string, n int) { rp.router.output(id, n, t) })
+	}
 	for _, c := range res.Finished {
 		rp.router.done(c.ID, t)
 		rp.finish(i, c)

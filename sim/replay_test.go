@@ -118,6 +118,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"block size", Config{BlockSize: 48}, "block_size"},
 		{"rate", Config{RateScale: -2}, "rate_scale"},
 		{"lru with kv events", Config{ApproxPolicy: index.PolicyLRU}, "approx_policy"},
+		{"osl hints without output tracking", Config{OutputHints: true}, "output_hints"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,6 +33,7 @@ var referenceEnv = []struct {
 	{"DYN_ROUTER_APPROXIMATE_CACHE_POLICY", "router-approximate-cache-policy", false},
 	{"DYN_ROUTER_PREDICTED_TTL_SECS", "router-predicted-ttl-secs", false},
 	{"DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE", "router-active-sequence-stride", false},
+	{"DYN_ROUTER_TRACK_OUTPUT_BLOCKS", "router-track-output-blocks", false},
 	{"DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS", "router-active-request-expiry-secs", false},
 	{"DYN_ROUTER_SESSION_AFFINITY_TTL_SECS", "router-session-affinity-ttl-secs", false},
 	{"DYN_ENCODER_CUDA_TO_CPU_RATIO", "encoder-cuda-to-cpu-ratio", false},

@@ -6,6 +6,7 @@ import (
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/load"
 )
 
 // registerAdvanced registers the options whose defaults suit nearly every
@@ -29,7 +30,12 @@ func (f *nodeFlags) registerAdvanced(fs *pflag.FlagSet) {
 	addBool(fs, &r.assumeKVReuse, "router-assume-kv-reuse", true, "count blocks shared by in-flight requests once\nPer worker: prompt blocks de-duplicated.")
 	addBool(fs, &r.trackPrefill, "router-track-prefill-tokens", true, "count uncached prompt tokens as load\nUntil the first output token.")
 	addBool(fs, &r.trackOutput, "router-track-output-blocks", false, "count the blocks a request's output fills as load\n"+
-		"A block of load each time the output crosses a block boundary.")
+		"A block of load each time the streamed output crosses a block boundary (one token per chunk; an "+
+		"answer that does not stream counts its usage at the end). With nvext.agent_hints.osl the expected "+
+		"output's blocks count from routing and lose weight as the output nears that length.")
+	fs.Float64Var(&r.outputDecay, "output-block-decay", load.DefaultOutputDecay, "output blocks' weight: 1 - this × output/osl\n"+
+		"With --router-track-output-blocks and an osl hint. 1 is the reference's (weight 0 at the expected length); "+
+		"0 keeps full weight until the request ends; negative is refused.")
 	addSeconds(fs, &d.MaxRequestAge, "router-active-request-expiry-secs", "", "expire lost requests (0: never)\n"+
 		"A request whose completion never arrived stops counting as load after this many seconds.")
 	fs.StringVar(&r.trackingHash, "router-tracking-hash", routing.TrackingPublic, "identities of in-flight requests\n"+routing.TrackingPublic+" or "+routing.TrackingKeyed+" (with a key file).")

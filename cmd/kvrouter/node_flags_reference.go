@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -27,6 +28,7 @@ type referenceFlags struct {
 	assumeKVReuse      bool
 	trackPrefill       bool
 	trackOutput        bool
+	outputDecay        float64
 	trackingHash       string
 	trackingKeyFile    string
 	trackingKeyID      string
@@ -160,7 +162,11 @@ func (f *nodeFlags) resolveTracking() error {
 	if !r.trackActiveBlocks {
 		return fmt.Errorf("%w: --no-router-track-active-blocks: kvrouter always tracks active blocks (its cost model and busy thresholds need them)", errReference)
 	}
-	d.Tracking = policy.Tracking{NoKVReuse: !r.assumeKVReuse, NoPrefillTokens: !r.trackPrefill, OutputBlocks: r.trackOutput}
+	if !(r.outputDecay >= 0) || math.IsInf(r.outputDecay, 1) {
+		return fmt.Errorf("%w: --output-block-decay %v: must be >= 0 and finite", errReference, r.outputDecay)
+	}
+	d.Tracking = policy.Tracking{NoKVReuse: !r.assumeKVReuse, NoPrefillTokens: !r.trackPrefill,
+		OutputBlocks: r.trackOutput, OutputDecay: &r.outputDecay}
 	switch r.sharedCacheType {
 	case "none":
 	case "hicache":

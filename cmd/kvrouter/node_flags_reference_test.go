@@ -73,6 +73,7 @@ func TestReferenceCommandLine(t *testing.T) {
 		{"approximate mode", d.ApproximateMode && c.Events.NoKVEvents},
 		{"approx ttl", d.ApproxTTL == time.Minute},
 		{"output blocks", d.Tracking.OutputBlocks},
+		{"reference output decay", d.Tracking.OutputDecay != nil && *d.Tracking.OutputDecay == 1},
 		{"no kv reuse", d.Tracking.NoKVReuse},
 		{"affinity ttl", d.AffinityTTL == 5*time.Minute},
 		{"affinity soft", d.AffinityMode == policy.AffinitySoft},
@@ -139,6 +140,13 @@ func TestReferencePresetsAndBooleans(t *testing.T) {
 	}
 	if d := c.Dispatch; d.KV.PrefillLoadScale != 2.5 || d.KV.TrackPrefillTokens || !d.Tracking.NoPrefillTokens {
 		t.Fatalf("deprecated weight and --no- form: %+v", d)
+	}
+	c, err = resolveNode(t, []string{"--output-block-decay=0.5"}, []string{"DYN_ROUTER_TRACK_OUTPUT_BLOCKS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Dispatch; !d.Tracking.OutputBlocks || d.Tracking.OutputDecay == nil || *d.Tracking.OutputDecay != 0.5 {
+		t.Fatalf("DYN_ROUTER_TRACK_OUTPUT_BLOCKS and --output-block-decay: %+v", d.Tracking)
 	}
 }
 
@@ -220,6 +228,7 @@ func TestReferenceBadValuesNameTheFlag(t *testing.T) {
 		{[]string{"--router-active-sequence-stride=0"}, "--router-active-sequence-stride"},
 		{[]string{"--no-router-kv-events", "--router-approximate-cache-policy=fifo"}, "--router-approximate-cache-policy"},
 		{[]string{"--router-approximate-cache-policy=lru"}, "--router-approximate-cache-policy"},
+		{[]string{"--router-track-output-blocks", "--output-block-decay=-0.5"}, "--output-block-decay"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -32,7 +32,7 @@ func (d *Dispatcher) decide(ctx context.Context, sc *policy.Scratch, q *policy.Q
 	w := ch.Worker
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: q.Model}
 	d.gauges(w).set(&f.b)
-	dec := NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID))
+	dec := NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID)).WithOutputTokens(f.onOutput)
 	dec.Blocks, dec.CachedBlocks, dec.SessionBound = sc.Blocks(), ch.CachedBlocks, ch.Bound
 	return dec, nil
 }
@@ -52,6 +52,14 @@ func (f *inflight) onFirstToken() {
 	f.b.FirstToken(f.ctx)
 	f.d.publishLoad(&f.b)
 	f.d.pumpModel(f.model)
+}
+
+// onOutput counts generated tokens, and republishes the engine's load
+// gauges when the booking's load changed (at a block boundary).
+func (f *inflight) onOutput(n int) {
+	if f.b.OutputTokens(n) {
+		f.d.publishLoad(&f.b)
+	}
 }
 
 // done ends the booking: an unreachable engine becomes a suspect, the load

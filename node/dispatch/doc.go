@@ -42,8 +42,10 @@
 //     worker) and ErrBadRequest (a pin to an unknown worker or rank).
 //  7. Booking: load.Tracker.Add, and the decision recorded in the
 //     approximate or side index. The Decision's OnFirstToken ends the
-//     prefill load; Done frees the load (on success and on error alike)
-//     and ends the request's hold on its session binding.
+//     prefill load; OnOutputTokens counts generated tokens, which with
+//     output-block tracking become decode load at each block boundary
+//     (policy.Booking.OutputTokens); Done frees the load (on success and
+//     on error alike) and ends the request's hold on its session binding.
 //
 // Overhead phases (hashing, matching, scheduling, total) and the predicted
 // hit ratio go to the node's metrics, as do the per-rank load gauges.

@@ -21,7 +21,9 @@ func (d *Decider) Book(ctx context.Context, sc *Scratch, q *Query, ch *Choice) (
 	}
 	lease := d.record(sc, &sc.cands[ch.index].Info)
 	d.holdSession(ctx, &ch.s, w, ch.Bound, p.now)
-	return Booking{d: d, id: q.ID, t: p.tracker, w: w, s: ch.s, lease: lease}, nil
+	b := Booking{d: d, id: q.ID, t: p.tracker, w: w, s: ch.s, lease: lease}
+	b.out = newOutputCount(p.tracker, p.isl)
+	return b, nil
 }
 
 // record teaches the Decider's own indexes the decision: the text index
@@ -71,6 +73,8 @@ type Booking struct {
 	// lease holds the request's blocks in the LRU approximate index
 	// until Done; 0 under TTL.
 	lease index.Lease
+	// out counts the request's generated tokens (decide_output.go).
+	out outputCount
 }
 
 // Worker is the booked worker.

@@ -167,7 +167,7 @@ func (c DeciderConfig) validate() error {
 	case c.ApproxPolicy == index.PolicyLRU && !c.ApproximateMode:
 		return configError("approx_policy: lru models the caches of approximate mode; with KV events on it has no effect")
 	}
-	return nil
+	return c.Tracking.validate()
 }
 
 // trackerConfig is the load tracker configuration of a block size.
