@@ -34,6 +34,8 @@ var referenceEnv = []struct {
 	{"DYN_ROUTER_PREDICTED_TTL_SECS", "router-predicted-ttl-secs", false},
 	{"DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE", "router-active-sequence-stride", false},
 	{"DYN_ROUTER_TRACK_OUTPUT_BLOCKS", "router-track-output-blocks", false},
+	{"DYN_SHARED_CACHE_TYPE", "shared-cache-type", false},
+	{"DYN_SHARED_CACHE_MULTIPLIER", "shared-cache-multiplier", false},
 	{"DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS", "router-active-request-expiry-secs", false},
 	{"DYN_ROUTER_SESSION_AFFINITY_TTL_SECS", "router-session-affinity-ttl-secs", false},
 	{"DYN_ENCODER_CUDA_TO_CPU_RATIO", "encoder-cuda-to-cpu-ratio", false},

@@ -18,6 +18,14 @@ func (f *nodeFlags) registerAdvanced(fs *pflag.FlagSet) {
 	fs.Float64Var(&d.KV.OverlapScoreCreditDecay, "kv-overlap-score-credit-decay", d.KV.OverlapScoreCreditDecay, "decay of the device credit with excess active prefill")
 	fs.Float64Var(&d.KV.HostCacheHitWeight, "host-cache-hit-weight", d.KV.HostCacheHitWeight, "credit per cached host-tier block, in [0,1]")
 	fs.Float64Var(&d.KV.DiskCacheHitWeight, "disk-cache-hit-weight", d.KV.DiskCacheHitWeight, "credit per cached disk-tier block, in [0,1]")
+	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "KV cost model: credit per shared-tier block\n"+
+		"Per prompt block that an engine reported on a store the DC shares (medium EXTERNAL, SHARED, REMOTE "+
+		"or NETWORK), counted for every candidate at positions beyond its own device prefix; 0.5 is the "+
+		"reference's. Negative is refused.")
+	fs.StringVar(&r.sharedCacheType, "shared-cache-type", sharedCacheEvents, "shared tier: events, hicache (same) or none\n"+
+		"events credits the shared-tier blocks of the engines' KV events; hicache is the reference's name, "+
+		"which here credits the same blocks (SGLang's L3 counts when published under a shared medium); "+
+		"none turns the credit off.")
 	fs.Float64Var(&d.DeviceAware.AcceleratorWeight, "encoder-cuda-to-cpu-ratio", d.DeviceAware.AcceleratorWeight, "device-aware-weighted: weight of a non-CPU worker\nIts capacity relative to a CPU worker.")
 	fs.Float64Var(&d.TwoTier.CacheThreshold, "two-tier-cache-threshold", d.TwoTier.CacheThreshold, "two-tier: cache decides above this cached share\nIn [0,1].")
 	fs.Int64Var(&d.TwoTier.BalanceAbsThreshold, "two-tier-balance-abs-threshold", d.TwoTier.BalanceAbsThreshold, "two-tier: load decides above this spread\nThe spread of active requests between workers.")

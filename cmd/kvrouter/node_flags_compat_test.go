@@ -145,8 +145,6 @@ func TestOtherNamesWorkFromEverySource(t *testing.T) {
 // noEffectValues are values away from the default of each option accepted
 // with no effect; "" marks one that has no such value it accepts.
 var noEffectValues = map[string]string{
-	"shared-cache-type":             "hicache",
-	"shared-cache-multiplier":       "0.7",
 	"decode-fallback":               "true",
 	"router-conditional-disagg":     "true",
 	"router-prefill-continue":       "true",

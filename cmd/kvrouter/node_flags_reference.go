@@ -74,8 +74,6 @@ func (f *nodeFlags) registerCompat(fs *pflag.FlagSet) {
 // bound to the option it sets.
 func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
 	r := &f.ref
-	fs.StringVar(&r.sharedCacheType, "shared-cache-type", "none", "hicache: no shared-cache source feeds it")
-	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "no shared-cache source feeds the credit")
 	addBool(fs, new(bool), "decode-fallback", false, "kvrouter routes aggregated serving only")
 	addBool(fs, new(bool), "router-conditional-disagg", false, "kvrouter routes aggregated serving only")
 	addBool(fs, new(bool), "router-prefill-continue", false, "kvrouter routes aggregated serving only")
@@ -167,18 +165,45 @@ func (f *nodeFlags) resolveTracking() error {
 	}
 	d.Tracking = policy.Tracking{NoKVReuse: !r.assumeKVReuse, NoPrefillTokens: !r.trackPrefill,
 		OutputBlocks: r.trackOutput, OutputDecay: &r.outputDecay}
-	switch r.sharedCacheType {
-	case "none":
-	case "hicache":
-		d.KV.SharedCacheMultiplier = r.sharedCacheMult
-	default:
-		return fmt.Errorf("%w: --shared-cache-type %q: want none or hicache", errReference, r.sharedCacheType)
+	if err := f.resolveSharedCache(); err != nil {
+		return err
 	}
 	if r.stride < 1 {
 		return fmt.Errorf("%w: --router-active-sequence-stride %d: must be >= 1", errReference, r.stride)
 	}
 	return nil
 }
+
+// resolveSharedCache applies --shared-cache-type and
+// --shared-cache-multiplier: the credit of the blocks engines report on
+// the shared tier, off with type none (and under --load-aware, whose
+// preset has already zeroed it).
+func (f *nodeFlags) resolveSharedCache() error {
+	r, d := &f.ref, &f.cfg.Dispatch
+	if !(r.sharedCacheMult >= 0) || math.IsInf(r.sharedCacheMult, 1) {
+		return fmt.Errorf("%w: --shared-cache-multiplier %v: must be >= 0 and finite", errReference, r.sharedCacheMult)
+	}
+	switch {
+	case r.sharedCacheType == sharedCacheNone || r.loadAware:
+		d.KV.SharedCacheMultiplier = 0
+	case r.sharedCacheType == sharedCacheEvents || r.sharedCacheType == sharedCacheHiCache:
+		d.KV.SharedCacheMultiplier = r.sharedCacheMult
+	default:
+		return fmt.Errorf("%w: --shared-cache-type %q: want %s, %s or %s", errReference, r.sharedCacheType,
+			sharedCacheEvents, sharedCacheHiCache, sharedCacheNone)
+	}
+	return nil
+}
+
+// The values of --shared-cache-type. The reference queries SGLang
+// HiCache's L3 store for it; kvrouter learns the shared store's blocks
+// from the engines' KV events (routing.TierShared), so hicache names the
+// same source as events.
+const (
+	sharedCacheEvents  = "events"
+	sharedCacheHiCache = "hicache"
+	sharedCacheNone    = "none"
+)
 
 // resolveTrackingKey reads the tracking key of keyed-xxh3-v1.
 func (f *nodeFlags) resolveTrackingKey() error {

@@ -175,6 +175,33 @@ func TestApproximateCachePolicy(t *testing.T) {
 	}
 }
 
+// TestSharedCacheFlags: the shared-tier credit is the multiplier unless the
+// type is none or the load-aware preset zeroes it, from flags and the
+// reference's variables alike.
+func TestSharedCacheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args, env []string
+		want      float64
+	}{
+		{"default", nil, nil, 0.5},
+		{"hicache", []string{"--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.8"}, nil, 0.8},
+		{"none", []string{"--shared-cache-type=none", "--shared-cache-multiplier", "0.8"}, nil, 0},
+		{"DYN", nil, []string{"DYN_SHARED_CACHE_TYPE=hicache", "DYN_SHARED_CACHE_MULTIPLIER=0.3"}, 0.3},
+		{"load-aware", []string{"--load-aware", "--shared-cache-multiplier=0.9"}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := resolveNode(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.KV.SharedCacheMultiplier; got != tc.want {
+				t.Fatalf("shared-cache multiplier %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func writeKey(t *testing.T, n int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "key")
@@ -222,6 +249,7 @@ func TestReferenceBadValuesNameTheFlag(t *testing.T) {
 	}{
 		{[]string{"--load-aware", "--agentic"}, "--agentic"},
 		{[]string{"--shared-cache-type=redis"}, "--shared-cache-type"},
+		{[]string{"--shared-cache-multiplier=-0.5"}, "--shared-cache-multiplier"},
 		{[]string{"--router-prefill-load-model=aic"}, "--router-prefill-load-model"},
 		{[]string{"--no-router-track-active-blocks"}, "--no-router-track-active-blocks"},
 		{[]string{"--router-ttl-secs=-1"}, "router-ttl-secs"},

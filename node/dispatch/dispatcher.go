@@ -38,6 +38,9 @@ type Dispatcher struct {
 	// adv is the worker sets' advertised settings, nil when the engines
 	// advertise none (advertised.go).
 	adv *advertised
+	// shared says once whether the shared-cache credit has a source
+	// (shared.go).
+	shared sharedNotice
 }
 
 var _ Router = (*Dispatcher)(nil)
@@ -68,6 +71,7 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 	d := &Dispatcher{cfg: cfg, engines: engines, log: log, obs: newObservers(m),
 		workers: make(map[routing.Worker]*workerGauges), queues: newQueues(cfg, m)}
 	d.adv = newAdvertised(engines, cfg.Seed, log)
+	d.shared.idx = idx
 	d.scratch.New = func() any { return new(policy.Scratch) }
 	for _, o := range opts {
 		o(d)

@@ -140,6 +140,7 @@ type Scratch struct {
 	Keyed       bool
 
 	exact, side, matches, all []routing.Match
+	shared                    []index.Range
 	loads                     []routing.Load
 	cands                     []Candidate
 	dec                       Decision

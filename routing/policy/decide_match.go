@@ -31,6 +31,9 @@ func (d *Decider) Match(sc *Scratch) {
 		}
 	}
 	assignOverlaps(sc.cands, sc.matches)
+	if !sc.Text && !d.cfg.ApproximateMode {
+		d.sharedHits(sc)
+	}
 }
 
 // assignOverlaps copies each match's overlap to its candidate; both lists

@@ -113,3 +113,22 @@ func (r *rig) held(tokens []uint32, id routing.WorkerID) int32 {
 	}
 	return 0
 }
+
+// store makes engine id hold the complete blocks of tokens on tier, as
+// its KV events would tell the exact index.
+func (r *rig) store(id routing.WorkerID, tokens []uint32, tier routing.Tier) {
+	r.t.Helper()
+	locals, err := routing.LocalHashes(nil, tokens, rigBlockSize, routing.Seed("", ""))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	w := routing.Worker{ID: id}
+	cursor, _ := r.exact.Cursor(w)
+	ev := routing.Event{Worker: w, ID: cursor + 1, Kind: routing.EventStored, Tier: tier}
+	for i, l := range locals {
+		ev.Blocks = append(ev.Blocks, routing.StoredBlock{Engine: routing.EngineHash(uint64(id)<<32 | uint64(tier)<<24 | uint64(i+1)), Local: l})
+	}
+	if err := r.exact.Apply(&ev); err != nil {
+		r.t.Fatal(err)
+	}
+}

@@ -14,8 +14,19 @@
 //
 // Inputs. A Candidate carries a worker's advertised WorkerInfo, its cached
 // prefix (routing.Overlap, device depth plus the host and disk runs that
-// continue it) and two loads, taken as values so that this package does not
-// depend on how they were measured (routing/load computes both):
+// continue it), its shared-cache hits and two loads, taken as values so
+// that this package does not depend on how they were measured
+// (routing/load computes both loads):
+//   - SharedHits are the request's blocks in the DC's shared KV store
+//     (routing.TierShared: a store outside any engine, such as SGLang
+//     HiCache's L3 on Mooncake, whose blocks engines report under a shared
+//     medium). A shared block is reachable by every engine whose prompt
+//     has it, so the Decider computes the request's shared runs once
+//     (index.Exact.SharedRanges) and gives each candidate the positions at
+//     or beyond its own device prefix, as the reference's
+//     shared_hits_beyond_device does; blocks below it are already credited
+//     as device blocks. The kv cost model credits them at
+//     KVConfig.SharedCacheMultiplier.
 //   - Load is the potential load if the worker took this request:
 //     Load.PrefillTokens and Load.DecodeBlocks include the request (its
 //     uncached tokens, max(0, ISL - Overlap.Device*BlockSize), and its
