@@ -23,6 +23,7 @@ var configKeyFlags = map[string]string{
 	"approximate_mode":             "kv-events",
 	"approx_ttl":                   "router-ttl",
 	"approx_policy":                "router-approximate-cache-policy",
+	"min_initial_engines":          "router-min-initial-workers",
 	"predict_ttl":                  "router-predicted-ttl",
 	"overlap_score_credit":         "kv-overlap-score-credit",
 	"overlap_score_credit_decay":   "kv-overlap-score-credit-decay",

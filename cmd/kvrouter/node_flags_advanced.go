@@ -35,6 +35,15 @@ func (f *nodeFlags) registerAdvanced(fs *pflag.FlagSet) {
 		"ttl forgets a prompt --router-ttl after it was routed. lru models each engine rank's cache at its "+
 		"advertised capacity: the blocks of requests in flight stay, the least recently released go first. "+
 		"lru needs --kv-events=false.")
+	addBool(fs, &r.trackActiveBlocks, "router-track-active-blocks", true, "track in-flight blocks (false is refused)\n"+
+		"kvrouter's cost model and busy thresholds need them.")
+	fs.IntVar(&r.stride, "router-active-sequence-stride", 1, "blocks per tracked hash: only 1\n"+
+		"kvrouter keeps a hash for every prompt block; other strides are refused at startup.")
+	fs.StringVar(&r.prefillLoadModel, "router-prefill-load-model", "none", "prefill load model: none (aic is refused)\n"+
+		"Prompt-side load is the uncached prompt tokens until the first token; kvrouter has no AIConfigurator client.")
+	fs.IntVar(&f.cfg.MinInitialEngines, "router-min-initial-workers", 0, "hold requests until this many engines (0: none)\n"+
+		"The routed endpoints answer 503 not_ready, and /ready is false, until the fleet first counts this many "+
+		"live engines; then they serve whatever the fleet becomes.")
 	addBool(fs, &r.assumeKVReuse, "router-assume-kv-reuse", true, "count blocks shared by in-flight requests once\nPer worker: prompt blocks de-duplicated.")
 	addBool(fs, &r.trackPrefill, "router-track-prefill-tokens", true, "count uncached prompt tokens as load\nUntil the first output token.")
 	addBool(fs, &r.trackOutput, "router-track-output-blocks", false, "count the blocks a request's output fills as load\n"+

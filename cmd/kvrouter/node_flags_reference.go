@@ -37,7 +37,6 @@ type referenceFlags struct {
 	approxPolicy       string
 	prefillLoadModel   string
 	stride             int
-	minInitialWorkers  int
 	eventThreads       int
 }
 
@@ -80,11 +79,7 @@ func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
 	addBool(fs, new(bool), "router-replica-sync", false, "raft replicates bindings; load is per node")
 	addBool(fs, new(bool), "serve-indexer", false, "every node keeps its own index, fed by raft")
 	addBool(fs, new(bool), "use-remote-indexer", false, "every node keeps its own index, fed by raft")
-	addBool(fs, &r.trackActiveBlocks, "router-track-active-blocks", true, "always on; false is refused")
-	fs.IntVar(&r.stride, "router-active-sequence-stride", 1, "every prompt block is tracked (stride 1)")
-	fs.IntVar(&r.minInitialWorkers, "router-min-initial-workers", 0, "not enforced: before any engine, requests get 503")
 	fs.IntVar(&r.eventThreads, "router-event-threads", 4, "the index is concurrent without a thread setting")
-	fs.StringVar(&r.prefillLoadModel, "router-prefill-load-model", "none", "none (aic is refused)")
 	addBool(fs, new(bool), "router-durable-kv-events", false, "deprecated by the reference: JetStream-durable KV events")
 	addBool(fs, new(bool), "router-reset-states", false, "deprecated by the reference: purge of JetStream router state")
 }
@@ -168,8 +163,8 @@ func (f *nodeFlags) resolveTracking() error {
 	if err := f.resolveSharedCache(); err != nil {
 		return err
 	}
-	if r.stride < 1 {
-		return fmt.Errorf("%w: --router-active-sequence-stride %d: must be >= 1", errReference, r.stride)
+	if r.stride != 1 {
+		return fmt.Errorf("%w: --router-active-sequence-stride %d: kvrouter tracks every prompt block; only 1 is accepted", errReference, r.stride)
 	}
 	return nil
 }
@@ -259,8 +254,10 @@ func (f *nodeFlags) resolveAccepted() error {
 	switch {
 	case r.prefillLoadModel != "none":
 		return fmt.Errorf("%w: --router-prefill-load-model %q: only none is supported", errReference, r.prefillLoadModel)
-	case r.minInitialWorkers < 0 || r.eventThreads < 1:
-		return fmt.Errorf("%w: --router-min-initial-workers must be >= 0 and --router-event-threads >= 1", errReference)
+	case f.cfg.MinInitialEngines < 0:
+		return fmt.Errorf("%w: --router-min-initial-workers %d: must be >= 0", errReference, f.cfg.MinInitialEngines)
+	case r.eventThreads < 1:
+		return fmt.Errorf("%w: --router-event-threads %d: must be >= 1", errReference, r.eventThreads)
 	}
 	return nil
 }

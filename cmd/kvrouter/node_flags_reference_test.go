@@ -202,6 +202,19 @@ func TestSharedCacheFlags(t *testing.T) {
 	}
 }
 
+// TestMinInitialWorkers: the reference's startup gate sets the node's,
+// from the flag or its variable.
+func TestMinInitialWorkers(t *testing.T) {
+	c, err := resolveNode(t, []string{"--router-min-initial-workers", "2"}, nil)
+	if err != nil || c.MinInitialEngines != 2 {
+		t.Fatalf("flag: %v, %d", err, c.MinInitialEngines)
+	}
+	c, err = resolveNode(t, nil, []string{"DYN_ROUTER_MIN_INITIAL_WORKERS=3"})
+	if err != nil || c.MinInitialEngines != 3 {
+		t.Fatalf("DYN: %v, %d", err, c.MinInitialEngines)
+	}
+}
+
 func writeKey(t *testing.T, n int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "key")
@@ -254,6 +267,8 @@ func TestReferenceBadValuesNameTheFlag(t *testing.T) {
 		{[]string{"--no-router-track-active-blocks"}, "--no-router-track-active-blocks"},
 		{[]string{"--router-ttl-secs=-1"}, "router-ttl-secs"},
 		{[]string{"--router-active-sequence-stride=0"}, "--router-active-sequence-stride"},
+		{[]string{"--router-active-sequence-stride=4"}, "--router-active-sequence-stride"},
+		{[]string{"--router-min-initial-workers=-1"}, "--router-min-initial-workers"},
 		{[]string{"--no-router-kv-events", "--router-approximate-cache-policy=fifo"}, "--router-approximate-cache-policy"},
 		{[]string{"--router-approximate-cache-policy=lru"}, "--router-approximate-cache-policy"},
 		{[]string{"--router-track-output-blocks", "--output-block-decay=-0.5"}, "--output-block-decay"},
