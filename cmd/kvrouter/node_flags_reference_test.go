@@ -202,6 +202,40 @@ func TestSharedCacheFlags(t *testing.T) {
 	}
 }
 
+// TestNegativeDecaysNameTheFlag: both decays are refused at startup with
+// an error naming the option as the user set it: the output blocks' decay
+// by the flag resolution, the overlap credit's by the configuration's
+// validation, which explainConfigError maps to its flag.
+func TestNegativeDecaysNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--router-track-output-blocks", "--output-block-decay=-1"}, "--output-block-decay"},
+		{[]string{"--router-kv-overlap-score-credit-decay=-1"}, "--kv-overlap-score-credit-decay"},
+		{[]string{"--shared-cache-multiplier=-1"}, "--shared-cache-multiplier"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			var f nodeFlags
+			fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+			f.register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := resolveConfig(fs, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			err := f.resolve(fs, slog.Default())
+			if err == nil {
+				err = explainConfigError(fs, "", nil, f.cfg.Validate())
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestMinInitialWorkers: the reference's startup gate sets the node's,
 // from the flag or its variable.
 func TestMinInitialWorkers(t *testing.T) {
