@@ -20,8 +20,8 @@ RACE_PKGS := ./consensus/... ./node/... ./relay/... ./fleet/... ./routing/index/
 # failing test still prints its whole stack (that comes from the binary's own tables). GOFLAGS
 # carries it, so that the kvrouter binary the process tests build shares the same compile.
 TESTGOFLAGS := $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-w
-PLAIN    := CGO_ENABLED=0 GOFLAGS="$(TESTGOFLAGS)"
-RACE     := CGO_ENABLED=1 GOFLAGS="$(TESTGOFLAGS)" $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
+PLAIN    := env CGO_ENABLED=0 GOFLAGS="$(TESTGOFLAGS)"
+RACE     := env CGO_ENABLED=1 GOFLAGS="$(TESTGOFLAGS)" $(GO) test -count=1 -race -short -vet=off -tags=pebblegozstd
 PHASE    := PHASES=$(CURDIR)/bin/phases.txt $(CURDIR)/.ci/phase
 BENCHTIME ?= 1s
 CHAOS_SECONDS ?= 20
@@ -44,12 +44,25 @@ build: ## Build bin/kvrouter (static, stripped).
 
 .PHONY: test
 test: ## The whole suite: lint, every package's tests once, deploy/ checks, race detector on concurrent packages; prints each phase's wall time.
-	@mkdir -p bin && rm -f bin/phases.txt
+	@mkdir -p bin && rm -f bin/phases.txt && start=$$(date +%s) && \
+	  $(MAKE) --no-print-directory -j3 --output-sync=target test-phases && \
+	  echo "make test passed in $$(( $$(date +%s) - start ))s; wall time of each phase (race ran beside the others):" && \
+	  cat bin/phases.txt
+
+# The phases of `make test`. The race build shares no compile with the others (other flags, and
+# cgo), so it runs beside them from the start and fills the cores that the plain build's long
+# single-package compiles and the process tests' waits leave idle; unit and deploy reuse what lint
+# compiled, so they start after it. Each phase's output is printed whole when it ends.
+.PHONY: test-phases test-lint test-unit test-deploy test-racepkgs
+test-phases: test-lint test-unit test-deploy test-racepkgs
+test-lint:
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
+test-unit: test-lint
 	@$(PHASE) unit $(PLAIN) $(GO) test -count=1 -vet=off $(PKGS)
+test-deploy: test-lint
 	@$(PHASE) deploy sh -c 'cd deploy && $(PLAIN) $(GO) test -count=1 -vet=off ./...'
+test-racepkgs:
 	@$(PHASE) race $(RACE) $(RACE_PKGS)
-	@echo "make test: every phase passed"; cat bin/phases.txt
 
 .PHONY: test-race
 test-race: ## Every package under the race detector.

@@ -80,16 +80,6 @@ func (r result) String() string {
 	return r.engine
 }
 
-// checkLinearizable runs porcupine over the history. An indeterminate
-// operation's return is the end of the history: its effect may land at
-// any time after its call. On failure the visualisation is written to dir.
-func checkLinearizable(t *testing.T, h *history, dir string) {
-	t.Helper()
-	if res, path := linearizableIn(t, h, dir); res != porcupine.Ok {
-		t.Fatalf("history is not linearizable (%v); visualisation: %s", res, path)
-	}
-}
-
 // linearizableIn checks h with porcupine; on failure it writes the
 // visualisation into dir and returns its path.
 func linearizableIn(t *testing.T, h *history, dir string) (porcupine.CheckResult, string) {

@@ -70,6 +70,11 @@
 //     and bodies; S21 kills or pauses an engine mid-stream; S22 offers five
 //     times a nominal rate, about twice what engines behind busy thresholds
 //     accept.
+//   - DisaggPrefillKill runs two prefill and two decode engine processes
+//     behind the cluster: every request is served by one of each, a
+//     shared prefix is prefilled on the engine caching it, and a prefill
+//     engine killed mid-run loses no request (its prefills move to the
+//     other engine, or get a clean 5xx, never a half-streamed answer).
 //   - DrainLeaderDuringStreams and BackupRestoreIntoFreshCluster test the
 //     operations of the same names; OverloadBurst sends a burst of many
 //     times what two slow engines take at once through nodes running the
@@ -95,8 +100,8 @@
 //
 // # Tiers
 //
-// `make test` runs S01, S02, FullClusterRestart, S05, S08, S09, S18, S21
-// and the operations tests in their short forms; every other scenario
+// `make test` runs S01, S02, FullClusterRestart, S05, S08, S09, S18, S21,
+// DisaggPrefillKill and the operations tests in their short forms; every other scenario
 // skips unless KVRTEST_CHAOS_SECONDS is set, as `make chaos` does.
 // KVRTEST_CHAOS_PORTS=lo-hi confines the suite's listeners (nodes, NATS,
 // engines, proxies of the cluster links) to a port range; the WAN proxies

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
@@ -37,8 +38,9 @@ func startEngineProcess(t *testing.T, d *dc, id uint64, dir string) *engineProc 
 }
 
 // startEngineProcessOf is startEngineProcess with the mocker of bin (the
-// rolling upgrade runs the previous release's); the log is appended to.
-func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string) *engineProc {
+// rolling upgrade runs the previous release's) and the extra mocker
+// arguments; the log is appended to.
+func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string, extra ...string) *engineProc {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("engine-%d.log", id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -47,6 +49,7 @@ func startEngineProcessOf(t *testing.T, bin string, d *dc, id uint64, dir string
 	cmd := exec.Command(bin, "mocker", "--nats", d.nats, "--dc", d.name, "--engine-id", strconv.FormatUint(id, 10),
 		"--http-addr", freeAddr(t), "--speedup", "10", "--block-size", strconv.Itoa(blockSize),
 		"--heartbeat-interval", "100ms", "--log-level", "warn")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -317,21 +320,24 @@ func checkSessionsMovedOnlyOffTheDead(t *testing.T, h *history, dead string) {
 	t.Logf("%d sessions served, %d moved off the dead engine", len(served), moved)
 }
 
-// checkLoadFreed waits out the liveness timeout, then fails the test when
-// a node still books load on an engine or keeps the dead engine's gauges.
+// checkLoadFreed waits until no node books load on an engine or keeps
+// the dead engine's gauges: the dead engine goes at the liveness timeout
+// (3 s); 30 s is the failure bound.
 func checkLoadFreed(t *testing.T, d *dc, dead string) {
 	t.Helper()
-	time.Sleep(3500 * time.Millisecond)
-	for _, m := range d.members {
-		for _, line := range metricLines(t, m, "kvrouter_worker_active_") {
-			if strings.Contains(line, `worker="`+strings.TrimSuffix(dead, "/")+`"`) {
-				t.Errorf("%s still reports the dead engine: %s", m.id, line)
-			}
-			if !strings.HasSuffix(line, " 0") {
-				t.Errorf("%s books load after the run: %s", m.id, line)
+	waittest.UntilNil(t, 30*time.Second, "every node freed its load and dropped the dead engine's gauges", func() error {
+		for _, m := range d.members {
+			for _, line := range metricLines(t, m, "kvrouter_worker_active_") {
+				if strings.Contains(line, `worker="`+strings.TrimSuffix(dead, "/")+`"`) {
+					return fmt.Errorf("%s still reports the dead engine: %s", m.id, line)
+				}
+				if !strings.HasSuffix(line, " 0") {
+					return fmt.Errorf("%s books load after the run: %s", m.id, line)
+				}
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // metricLines returns the samples of m's /metrics whose name starts with

@@ -413,8 +413,11 @@ func TestS06WANDegraded(t *testing.T) {
 	time.Sleep(phase(2 * time.Second))
 	wan.degrade(0, 0, 0)
 	f.checkSessions(rep)
-	time.Sleep(2 * time.Second) // idle connections and hedges settle
+	// Idle connections and hedges settle; 30 s is a failure bound.
 	after := goroutines(f)
+	for deadline := time.Now().Add(30 * time.Second); after > before+200 && time.Now().Before(deadline); after = goroutines(f) {
+		time.Sleep(250 * time.Millisecond)
+	}
 	rep.figure("goroutines_before_after", fmt.Sprintf("%d→%d", before, after))
 	if after > before+200 {
 		t.Errorf("goroutines grew from %d to %d over the degradation", before, after)

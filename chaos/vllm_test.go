@@ -241,13 +241,13 @@ func runVLLMScenario(t *testing.T, base string, engines []*vllmEngine) {
 	}
 
 	replays := metric(t, base, "kvrouter_vllmevents_replays_total")
-	done := make(chan error, 1)
-	go func() { done <- cache.srv.ReopenPublisher(0, 300*time.Millisecond) }()
-	time.Sleep(50 * time.Millisecond)
+	if err := cache.srv.ClosePublisher(0); err != nil {
+		t.Fatal(err)
+	}
 	for i := 10; i < 15; i++ {
 		send(i) // published while nobody listens: a gap the replay must fill
 	}
-	if err := <-done; err != nil {
+	if err := cache.srv.OpenPublisher(0); err != nil {
 		t.Fatal(err)
 	}
 	for i := 15; i < 20; i++ {

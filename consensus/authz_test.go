@@ -43,7 +43,7 @@ func TestForwardRefusesNonMembers(t *testing.T) {
 	before := c.nodes[l].Raft().LastIndex()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a failure bound
 			defer cancel()
 			if tc.from != "" {
 				ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, tc.from)
@@ -76,7 +76,7 @@ func TestLeaveNeedsOperatorCredential(t *testing.T) {
 		{name: "wrong token", token: "guess", code: codes.PermissionDenied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a failure bound
 			defer cancel()
 			if tc.token != "" {
 				ctx = metadata.AppendToOutgoingContext(ctx, JoinTokenKey, tc.token)

@@ -3,10 +3,12 @@ package consensus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -32,20 +34,15 @@ func TestBatcherRunPipelinesInOrder(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	for r := range ranks {
 		w := routing.Worker{ID: routing.WorkerID(r + 1)}
 		for _, n := range c.nodes {
-			for {
-				cur, _ := n.FSM().Cursor(w)
-				if cur == rounds*2 {
-					break
+			waittest.UntilNil(t, 10*time.Second, fmt.Sprintf("node %s applied rank %v's events", n.ID(), w), func() error {
+				if cur, _ := n.FSM().Cursor(w); cur != rounds*2 {
+					return fmt.Errorf("cursor %d, want %d", cur, rounds*2)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("node %s rank %v at cursor %d, want %d", n.ID(), w, cur, rounds*2)
-				}
-				time.Sleep(time.Millisecond)
-			}
+				return nil
+			})
 		}
 	}
 	hs := c.converge()

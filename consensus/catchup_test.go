@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestCaughtUpNeedsLeaderCommit: a follower reports itself caught up only
@@ -35,25 +37,24 @@ func TestCaughtUpNeedsLeaderCommit(t *testing.T) {
 			c := newClusterWith(t, 3, adjust)
 			l := c.leader()
 			f := c.nodes[c.follower(l)]
-			deadline := time.Now().Add(5 * time.Second)
-			for f.Raft().AppliedIndex() < c.nodes[l].Raft().CommitIndex() && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waittest.Until(t, 10*time.Second, "the follower applied the leader's commit index", func() bool {
+				return f.Raft().AppliedIndex() >= c.nodes[l].Raft().CommitIndex()
+			})
 			if tc.reachable {
-				for !f.CaughtUp() && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
-				}
-				if !f.CaughtUp() || f.leaderCommit.Load() == 0 || f.Raft().AppliedIndex() < f.leaderCommit.Load() {
-					t.Fatalf("caught up %v, leader commit %d, applied %d", f.CaughtUp(), f.leaderCommit.Load(), f.Raft().AppliedIndex())
+				waittest.Until(t, 10*time.Second, "the follower caught up", f.CaughtUp)
+				if f.leaderCommit.Load() == 0 || f.Raft().AppliedIndex() < f.leaderCommit.Load() {
+					t.Fatalf("caught up with leader commit %d, applied %d", f.leaderCommit.Load(), f.Raft().AppliedIndex())
 				}
 				return
 			}
-			// Give the follower many polls: its own commit index is reached,
-			// yet it must not trust it.
-			time.Sleep(20 * f.catchUpPoll())
-			if f.CaughtUp() {
-				t.Fatalf("caught up without the leader's commit index (applied %d)", f.Raft().AppliedIndex())
-			}
+			// Its own commit index is reached, yet it must not trust it.
+			// The window is 20 of the follower's polls of its leader
+			// (catchUpPoll): a follower that took its own commit index
+			// would report itself caught up at its first poll, as the
+			// reachable case above does once it hears the leader's.
+			waittest.Holds(t, 20*f.catchUpPoll(), "the follower not caught up without the leader's commit index", func() bool {
+				return !f.CaughtUp()
+			})
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -137,18 +138,15 @@ func TestPartitionedLeaderCannotCommit(t *testing.T) {
 	if err == nil || !Retryable(err) {
 		t.Fatalf("minority write: %v, want a retryable (indeterminate) error", err)
 	}
-	var nl int
-	deadline := time.Now().Add(5 * time.Second)
-	for nl = -1; nl < 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	nl := -1
+	waittest.Until(t, 10*time.Second, "the majority has a ready leader", func() bool {
 		for i, n := range c.nodes {
 			if i != l && n.Ready() {
 				nl = i
 			}
 		}
-	}
-	if nl < 0 {
-		t.Fatal("majority elected no leader")
-	}
+		return nl >= 0
+	})
 	r, err := c.nodes[nl].Apply(ctx, bindCmd("majority", 2, 0, 0, "M1"))
 	if err != nil || !r.Won {
 		t.Fatalf("majority bind: %v %v", r, err)
@@ -224,10 +222,9 @@ func TestLeaderExpiresIdleBindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.clock.Advance(2 * time.Minute)
-	deadline := time.Now().Add(3 * time.Second)
-	for c.nodes[l].FSM().NumSessions() != 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the leader's expiry loop dropped the idle binding", func() bool {
+		return c.nodes[l].FSM().NumSessions() == 0
+	})
 	c.converge()
 	for _, n := range c.nodes {
 		if n.FSM().NumSessions() != 0 {
@@ -237,7 +234,10 @@ func TestLeaderExpiresIdleBindings(t *testing.T) {
 }
 
 // TestHeldBindingSurvivesThroughKeepAlive holds a binding on a follower
-// across several TTLs of stamped time.
+// across several TTLs of stamped time. The leader's expiry loop judges by
+// FSM.Expired at the stamped time: the test asks it the same question
+// once every node applied the keep-alives, instead of waiting for the
+// loop to run (TestLeaderExpiresIdleBindings shows that it does).
 func TestHeldBindingSurvivesThroughKeepAlive(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.leader()
@@ -253,7 +253,10 @@ func TestHeldBindingSurvivesThroughKeepAlive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	c.converge()
+	if refs := c.nodes[l].FSM().Expired(c.clock.Now().UnixNano(), MaxRefsPerEntry); len(refs) > 0 {
+		t.Fatalf("the leader would expire %v although the binding is held", refs)
+	}
 	got, ok, err := s.Lookup(ctx, "held", c.clock.Now())
 	if err != nil || !ok || got.Version != b.Version || got.Active != 1 {
 		t.Fatalf("held binding: %+v %v %v", got, ok, err)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -87,14 +88,8 @@ func TestForwardMovesOffAReplacedLeader(t *testing.T) {
 	}
 	// The write is acknowledged once committed; the follower applies it
 	// at its next append.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := c.nodes[f].FSM().Session("moved"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the follower does not hold the binding it wrote")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the follower holds the binding it wrote", func() bool {
+		_, ok := c.nodes[f].FSM().Session("moved")
+		return ok
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -124,17 +125,17 @@ func (c *testCluster) kill(i int) {
 // leader waits for a ready leader among the live nodes.
 func (c *testCluster) leader() int {
 	c.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	l := -1
+	waittest.Until(c.t, 10*time.Second, "a live node is a ready leader", func() bool {
 		for i, n := range c.nodes {
 			if !c.down[i] && n.Ready() {
-				return i
+				l = i
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.t.Fatal("no ready leader within 5s")
-	return -1
+		return false
+	})
+	return l
 }
 
 // follower returns a live node other than i.
@@ -158,25 +159,23 @@ func (c *testCluster) converge(ids ...int) []uint64 {
 			}
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var hs []uint64
+	waittest.UntilNil(c.t, 10*time.Second, fmt.Sprintf("nodes %v applied the commit index with one state", ids), func() error {
 		var idx []uint64
-		var hs []uint64
+		hs = hs[:0]
 		for _, i := range ids {
 			a, h := c.nodes[i].FSM().StateHash()
 			idx, hs = append(idx, a), append(hs, h)
 		}
-		same := true
+		commit := c.nodes[ids[0]].Raft().CommitIndex()
 		for k := range idx {
-			same = same && idx[k] == idx[0] && idx[k] >= c.nodes[ids[0]].Raft().CommitIndex()
+			if idx[k] != idx[0] || idx[k] < commit {
+				return fmt.Errorf("applied %v, commit index %d", idx, commit)
+			}
 		}
-		if same {
-			return hs
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.t.Fatal("nodes did not converge within 5s")
-	return nil
+		return nil
+	})
+	return hs
 }
 
 // applyAt applies an encoded command to f as entry idx.

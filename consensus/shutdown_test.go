@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestShutdownResolvesInFlightProposals shuts the leader down while
@@ -24,16 +27,32 @@ func TestShutdownResolvesInFlightProposals(t *testing.T) {
 		l := c.leader()
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
+		var calls [6]atomic.Int64
 		for g := range 6 {
 			n := c.nodes[(l+g)%3]
 			wg.Go(func() {
 				for k := 0; ctx.Err() == nil; k++ {
+					calls[g].Add(1)
 					key := fmt.Sprintf("r%d-g%d-k%d", round, g, k)
 					_, _ = n.Apply(ctx, bindCmd(key, 1, 0, t0, key))
 				}
 			})
 		}
-		time.Sleep(30 * time.Millisecond)
+		// Runs before the cluster's own cleanup: on a failure the clients
+		// stop before their nodes do, instead of spinning on errors
+		// through the tests that follow.
+		t.Cleanup(func() { cancel(); wg.Wait() })
+		// The leader goes down while proposals flow through every node:
+		// once each client's first proposal returned, its next one is in
+		// flight.
+		waittest.Until(t, 10*time.Second, fmt.Sprintf("round %d: every client's first proposal returned", round), func() bool {
+			for g := range calls {
+				if calls[g].Load() < 2 {
+					return false
+				}
+			}
+			return true
+		})
 		c.kill(l)
 		cancel()
 		done := make(chan struct{})

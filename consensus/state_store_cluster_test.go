@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/store"
 )
 
@@ -102,15 +103,17 @@ func (c *durableCluster) stop() {
 // leader waits for a ready leader.
 func (c *durableCluster) leader() *Node {
 	c.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var l *Node
+	waittest.Until(c.t, 10*time.Second, "a node is a ready leader", func() bool {
 		for _, n := range c.nodes {
 			if n.Ready() {
-				return n
+				l = n
+				return true
 			}
 		}
-	}
-	c.t.Fatal("no ready leader within 5s")
-	return nil
+		return false
+	})
+	return l
 }
 
 // converge waits until every node's raft applied the leader's commit
@@ -118,24 +121,23 @@ func (c *durableCluster) leader() *Node {
 // state hash.
 func (c *durableCluster) converge(l *Node) uint64 {
 	c.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		i0, h0 := c.nodes[0].FSM().StateHash()
+	var h0 uint64
+	waittest.UntilNil(c.t, 10*time.Second, "every node applied the leader's commit index with one state hash", func() error {
+		var i0 uint64
+		i0, h0 = c.nodes[0].FSM().StateHash()
 		same := true
+		var got []string
 		for _, n := range c.nodes {
 			i, h := n.FSM().StateHash()
 			same = same && i == i0 && h == h0 && n.Raft().AppliedIndex() >= l.Raft().CommitIndex()
+			got = append(got, fmt.Sprintf("%s: (%d, %x)", n.ID(), i, h))
 		}
-		if same {
-			return h0
+		if !same {
+			return fmt.Errorf("commit index %d: %v", l.Raft().CommitIndex(), got)
 		}
-	}
-	var got []string
-	for _, n := range c.nodes {
-		i, h := n.FSM().StateHash()
-		got = append(got, fmt.Sprintf("%s: (%d, %x)", n.ID(), i, h))
-	}
-	c.t.Fatalf("nodes did not converge within 5s to commit index %d: %v", l.Raft().CommitIndex(), got)
-	return 0
+		return nil
+	})
+	return h0
 }
 
 func TestDurableClusterRestartKeepsAcknowledgedBinds(t *testing.T) {

@@ -161,16 +161,26 @@ func TestWatchServesRingOrSnapshot(t *testing.T) {
 func TestWatchOverrunEndsStream(t *testing.T) {
 	fx := newWatchFixture(t)
 	fx.f.Ownership().SetLimits(4, 1<<20)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A failure bound: the hundred stores below take seconds under the
+	// race detector on a loaded machine (7 s seen with 5 s here).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := fx.client.Watch(ctx, &kvrpb.OwnershipWatchRequest{FromIndex: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 100 {
-		fx.store(t, routing.Worker{ID: 1}, 500) // 2,000 hashes, 16 KiB a batch
+	// The watcher follows the ring once its first batch arrived. Without
+	// that, a server handler that starts after the ring moved on (a
+	// loaded machine) rightly begins with a snapshot instead.
+	fx.store(t, routing.Worker{ID: 1}, 500) // 2,000 hashes, 16 KiB a batch
+	first, err := s.Recv()
+	if err != nil || first.GetBatch() == nil || first.GetBatch().PrevIndex != 0 {
+		t.Fatalf("first message: batch %v, snapshot %v, err %v; want the first batch", first.GetBatch() != nil, first.GetSnapshot() != nil, err)
 	}
-	var pos uint64
+	pos := first.GetBatch().Index
+	for range 99 {
+		fx.store(t, routing.Worker{ID: 1}, 500)
+	}
 	for {
 		msg, err := s.Recv()
 		if err != nil {

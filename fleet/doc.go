@@ -34,6 +34,13 @@
 //     timeout (the node was stopped or starved, and heard nothing either),
 //     that gap is not held against the engines (Registry.Sweep).
 //
+// A card's worker_type is its ranks' role (routing.Role: aggregated,
+// prefill or decode; empty is aggregated) and its bootstrap_port a
+// prefill engine's KV bootstrap server; a card with any other worker_type
+// is malformed and refused, so that a misspelt decode engine is never
+// sent whole requests. The decision path, not the registry, decides what
+// the roles mean.
+//
 // # Identity and admission
 //
 // Every subject an engine publishes on carries its id. A card, heartbeat,

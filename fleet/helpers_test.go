@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -100,16 +101,10 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	return f
 }
 
-// eventually polls cond until it holds or a few seconds pass.
+// eventually polls cond until it holds; ten seconds is its failure bound.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, what, cond)
 }
 
 // engine is a fake engine process: mocker ranks that publish their events

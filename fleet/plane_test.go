@@ -118,12 +118,19 @@ func TestLostTailDetectedByHeartbeat(t *testing.T) {
 	assertMirrors(t, f.idx, e)
 }
 
+// TestLivenessExpiry: an engine is removed once it was silent for the
+// liveness timeout (1 s of the fixture's clock), not before. A control
+// engine that last spoke 600 ms before engine 5 is removed by a sweep
+// run at a time when engine 5 must stay: the sweep that removes it is
+// the window of the negative assertion.
 func TestLivenessExpiry(t *testing.T) {
 	var gone removals
 	f := newFixture(t, func(c *Config) { c.LivenessTimeout = time.Second })
 	f.plane.Registry().OnRemove(gone.add)
 	e := newFakeEngine(t, f.nc, 5, 2, 1)
 	f.registered(t, e)
+	control := newFakeEngine(t, f.nc, 9, 1, 1)
+	f.registered(t, control)
 	e.run(6)
 	eventually(t, "events", func() bool { return f.caughtUp(e) })
 	f.clock.Add(600 * time.Millisecond)
@@ -132,14 +139,17 @@ func TestLivenessExpiry(t *testing.T) {
 		en, _ := f.plane.Registry().Engine(5)
 		return en.LastSeen.Equal(f.clock.Now())
 	})
-	f.clock.Add(600 * time.Millisecond)
-	time.Sleep(30 * time.Millisecond) // a few sweeps
+	f.clock.Add(600 * time.Millisecond) // control silent 1.2 s, engine 5 0.6 s
+	eventually(t, "a sweep to remove the control engine", func() bool { return len(gone.list()) >= 1 })
+	if got := gone.list(); len(got) != 1 || got[0].ID != 9 {
+		t.Fatalf("removed %+v, want only the control engine", got)
+	}
 	if _, ok := f.plane.Registry().Engine(5); !ok {
 		t.Fatal("engine expired although its heartbeat is within the timeout")
 	}
 	f.clock.Add(400 * time.Millisecond)
-	eventually(t, "expiry", func() bool { return len(gone.list()) == 1 })
-	if got := gone.list()[0]; got.ID != 5 || len(f.plane.Registry().Engines()) != 0 {
+	eventually(t, "expiry", func() bool { return len(gone.list()) == 2 })
+	if got := gone.list()[1]; got.ID != 5 || len(f.plane.Registry().Engines()) != 0 {
 		t.Fatalf("removed %+v, engines %+v", got, f.plane.Registry().Engines())
 	}
 	eventually(t, "blocks dropped", func() bool {
@@ -235,7 +245,15 @@ func TestApproximateModeSkipsEvents(t *testing.T) {
 	e.run(2)
 	ev := routing.Event{Worker: routing.Worker{ID: 12}, ID: 1, Kind: routing.EventCleared}
 	e.publish(kvrpb.SubjectKV(testDC, 12, 0), wire.EncodeBatch(ev.Worker, 1, []routing.Event{ev}))
-	time.Sleep(20 * time.Millisecond)
+	// Once the server has the batch (Flush), it has routed it to every
+	// subscriber it has: in approximate mode the plane is none, so
+	// nothing can reach it later.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if ns.GlobalAccount().SubscriptionInterest(kvrpb.SubjectKV(testDC, 12, 0)) {
+		t.Fatal("approximate mode subscribed to the engines' KV events")
+	}
 	if s := p.Stats(); s.Applied != 0 || s.Dropped != 0 || e.snapshots.Load() != 0 {
 		t.Fatalf("approximate mode handled events: %+v, snapshots %d", s, e.snapshots.Load())
 	}

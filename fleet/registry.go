@@ -69,6 +69,9 @@ type Engine struct {
 	// Source says who registered the engine: its own card or the
 	// operator's declaration.
 	Source Source
+	// BootstrapPort is the card's bootstrap_port: a prefill engine's KV
+	// bootstrap server (SGLang), 0 when it has none.
+	BootstrapPort uint32
 }
 
 func (e *Engine) clone() Engine {
@@ -161,6 +164,7 @@ func (r *Registry) RegisterFrom(c *kvrpb.WorkerCard, now time.Time, src Source) 
 		old.LastSeen = now
 	case Updated:
 		old.Model, old.Endpoint, old.Checksum, old.Workers = c.Model, c.EndpointUrl, c.Checksum, wire.Infos(c)
+		old.BootstrapPort = c.BootstrapPort
 		old.LastSeen = now
 	default:
 		if known {
@@ -194,7 +198,7 @@ func newEngine(c *kvrpb.WorkerCard, now time.Time) *Engine {
 	return &Engine{
 		ID: routing.WorkerID(c.EngineId), Model: c.Model, Endpoint: c.EndpointUrl,
 		Checksum: c.Checksum, Incarnation: c.Incarnation, Workers: wire.Infos(c),
-		Loads: make([]routing.Load, c.DpSize), Registered: now, LastSeen: now,
+		Loads: make([]routing.Load, c.DpSize), Registered: now, LastSeen: now, BootstrapPort: c.BootstrapPort,
 	}
 }
 

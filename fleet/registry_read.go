@@ -57,6 +57,17 @@ func (r *Registry) Endpoint(id routing.WorkerID) (string, bool) {
 	return "", false
 }
 
+// BootstrapPort returns a prefill engine's KV bootstrap port (0 when it
+// declared none) and whether the engine is registered.
+func (r *Registry) BootstrapPort(id routing.WorkerID) (uint32, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e, ok := r.engines[id]; ok {
+		return e.BootstrapPort, true
+	}
+	return 0, false
+}
+
 // Models returns the served model names, sorted and without duplicates.
 func (r *Registry) Models() []string {
 	r.mu.RLock()

@@ -68,6 +68,38 @@ func TestRegisterRejectsInvalidCard(t *testing.T) {
 	}
 }
 
+// TestRegisterDisaggRoles: a card's worker_type becomes its ranks' role
+// and its bootstrap port the engine's; an unknown worker_type is refused
+// with a clear error and registers nothing.
+func TestRegisterDisaggRoles(t *testing.T) {
+	r := NewRegistry(time.Second, nil)
+	p := card(1, "m", 1, 1, "a")
+	p.WorkerType, p.BootstrapPort = "prefill", 8998
+	d := card(2, "m", 1, 1, "a")
+	d.WorkerType = "decode"
+	for _, c := range []*kvrpb.WorkerCard{p, d} {
+		if _, err := r.Register(c, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := r.Workers("m")
+	if len(ws) != 2 || ws[0].Role != routing.RolePrefill || ws[1].Role != routing.RoleDecode {
+		t.Fatalf("workers %+v", ws)
+	}
+	if port, ok := r.BootstrapPort(1); !ok || port != 8998 {
+		t.Fatalf("bootstrap port %d %v", port, ok)
+	}
+	bad := card(3, "m", 1, 1, "a")
+	bad.WorkerType = "prefil"
+	_, err := r.Register(bad, t0)
+	if !errors.Is(err, wire.ErrMalformed) || !strings.Contains(err.Error(), `"prefil"`) {
+		t.Fatalf("unknown worker type: err = %v", err)
+	}
+	if _, ok := r.Engine(3); ok {
+		t.Fatal("a card with an unknown worker type was registered")
+	}
+}
+
 func TestHeartbeatRules(t *testing.T) {
 	r := NewRegistry(time.Second, nil)
 	_, _ = r.Register(card(1, "m", 2, 5, "a"), t0)

@@ -12,7 +12,7 @@ func (e *Engine) Cancel(id string) bool {
 		return false
 	}
 	delete(e.active, id)
-	if e.waiting.remove(id) {
+	if e.waiting.remove(id) || e.cancelTransfer(id) {
 		e.stalled = false
 		return true
 	}

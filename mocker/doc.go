@@ -116,6 +116,18 @@
 // MaxNumBatchedTokens defaults to 8192 and MaxNumSeqs to 256 (vLLM's
 // defaults on this GPU class).
 //
+// # Disaggregated serving
+//
+// An engine plays either role of disaggregated serving. As a prefill
+// engine it serves requests of one output token (max_tokens 1), as any
+// request; the prompt's blocks stay cached. As a decode engine it serves
+// requests submitted with RemotePrefill, whose cache comes from a prefill
+// engine: each waits Timing.TransferTime of its transferred tokens
+// (KVTransferLatency, 1 ms, plus KVTransferNanos, 3.3 µs per token: 128
+// KiB of KV per token over a 400 Gb/s RDMA link), then computes only its
+// prompt's last partial block before decoding (transfer.go). The
+// defaults model a NIXL transfer between two H100s on one fabric.
+//
 // # Guarantees
 //
 // Everything is deterministic: the same configuration and the same calls
@@ -132,6 +144,10 @@
 //
 // # Refusals
 //
+// The engine does not hold a prefill's blocks for the decode engine that
+// reads them (they are released when the one-token request finishes, and
+// stay cached), reserve a transfer's blocks before its cache arrives, or
+// keep a received cache across a preemption.
 // The engine does not model host or disk offload tiers, speculative decoding,
 // output-block caching, stop sequences (every request generates
 // exactly MaxTokens tokens), or a sliding-window or multi-modal cache. It

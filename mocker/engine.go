@@ -22,7 +22,10 @@ type Engine struct {
 
 	waiting queue
 	running []*seq
-	active  map[string]struct{}
+	// transfers are the requests waiting for their KV cache from a
+	// prefill engine, by arrival time (transfer.go).
+	transfers []*seq
+	active    map[string]struct{}
 
 	// clock is the latest time seen; lastEnd the end of the last completed
 	// iteration. busy says an iteration [cur.start, cur.end) is in flight.
@@ -93,7 +96,11 @@ func (e *Engine) Submit(req Request, now time.Time) error {
 	}
 	e.clock = now
 	e.active[s.id] = struct{}{}
-	e.waiting.pushBack(s)
+	if s.remote {
+		e.startTransfer(s, now)
+	} else {
+		e.waiting.pushBack(s)
+	}
 	e.stalled = false
 	return nil
 }
@@ -111,19 +118,24 @@ func (e *Engine) NextEventTime() (time.Time, bool) {
 	return e.nextStart()
 }
 
-// nextStart is when an idle engine can start its next iteration.
+// nextStart is when an idle engine can start its next iteration: at
+// once with running requests, else when the first queued request arrived
+// or the next transferred cache comes, whichever is first.
 func (e *Engine) nextStart() (time.Time, bool) {
 	if len(e.running) > 0 {
 		return e.lastEnd, true
 	}
-	head := e.waiting.front()
-	if head == nil {
+	t, ok := e.nextTransfer()
+	if head := e.waiting.front(); head != nil && (!ok || head.arrival.Before(t)) {
+		t, ok = head.arrival, true
+	}
+	if !ok {
 		return time.Time{}, false
 	}
-	if head.arrival.Before(e.lastEnd) {
+	if t.Before(e.lastEnd) {
 		return e.lastEnd, true
 	}
-	return head.arrival, true
+	return t, true
 }
 
 // Advance completes every iteration that ends at or before now, starting

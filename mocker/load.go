@@ -59,6 +59,12 @@ func (e *Engine) Load() Load {
 		}
 	}
 	e.waiting.each(func(s *seq) { l.ActivePrefillTokens += int64(e.uncachedTokens(s)) })
+	// A request waiting for its transferred cache waits, as vLLM counts
+	// one (WAITING_FOR_REMOTE_KVS).
+	l.Waiting += len(e.transfers)
+	for _, s := range e.transfers {
+		l.ActivePrefillTokens += int64(e.uncachedTokens(s))
+	}
 	return l
 }
 
@@ -102,5 +108,9 @@ func (e *Engine) Dump() Snapshot {
 func (e *Engine) uncachedTokens(s *seq) int {
 	bs := e.cfg.BlockSize
 	hits, _ := e.cache.prefix(s.seqs, (s.numTokens-1)/bs)
-	return s.numTokens - hits*bs
+	have := hits * bs
+	if s.remote {
+		have = max(have, e.transferred(s))
+	}
+	return s.numTokens - have
 }

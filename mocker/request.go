@@ -51,6 +51,12 @@ type Request struct {
 	// MaxTokens is the number of tokens to generate (at least one); the
 	// simulated request always generates exactly this many.
 	MaxTokens int
+	// RemotePrefill makes the engine a disaggregated decode engine for this
+	// request: a prefill engine computed the prompt, and its KV cache comes
+	// over the network (transfer.go). The request waits for the transfer,
+	// then computes only the prompt's last partial block (at least one
+	// token) before it decodes.
+	RemotePrefill bool
 }
 
 // seq is the engine's state of one request.
@@ -73,16 +79,24 @@ type seq struct {
 	refs []*block
 	held int
 
+	// remote is set while the prompt's cache is still to come from a
+	// prefill engine (Request.RemotePrefill); ready is when it has come.
+	// A request readmitted after a preemption recomputes its prompt.
+	remote bool
+	ready  time.Time
+
 	admitted bool
 	// canceled is set by Cancel on a running request; the end of the
 	// iteration in flight releases it.
-	canceled    bool
-	admittedAt  time.Time
-	hitBlocks   int
-	preemptions int
-	firstToken  time.Time
-	lastToken   time.Time
-	maxITL      time.Duration
+	canceled   bool
+	admittedAt time.Time
+	hitBlocks  int
+	// receivedBlocks are the prompt blocks a prefill engine sent.
+	receivedBlocks int
+	preemptions    int
+	firstToken     time.Time
+	lastToken      time.Time
+	maxITL         time.Duration
 }
 
 // anon is the number of blocks the request holds that are not cached.
@@ -105,7 +119,7 @@ func newSeq(req Request, cfg *Config, now time.Time) (*seq, error) {
 	}
 	return &seq{
 		id: req.ID, arrival: now, prompt: prompt, maxTokens: req.MaxTokens,
-		seqs: seqs, locals: locals, numTokens: prompt,
+		seqs: seqs, locals: locals, numTokens: prompt, remote: req.RemotePrefill,
 	}, nil
 }
 

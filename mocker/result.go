@@ -35,8 +35,11 @@ type Admission struct {
 	// HitBlocks is the length, in blocks, of the cached prompt prefix found
 	// at admission (prefill skips it); PromptBlocks is the number of
 	// complete prompt blocks, so HitBlocks/PromptBlocks is the hit ratio.
-	HitBlocks    int
-	PromptBlocks int
+	// ReceivedBlocks are the blocks after the cached prefix that a prefill
+	// engine sent (Request.RemotePrefill); prefill skips them too.
+	HitBlocks      int
+	ReceivedBlocks int
+	PromptBlocks   int
 	// Readmission is set when the request had been preempted before.
 	Readmission bool
 }
@@ -66,10 +69,12 @@ type Completion struct {
 	// PromptTokens and OutputTokens are the request's lengths.
 	PromptTokens int
 	OutputTokens int
-	// HitBlocks is the cached prefix found at the first admission;
-	// PromptBlocks the number of complete prompt blocks.
-	HitBlocks    int
-	PromptBlocks int
+	// HitBlocks is the cached prefix found at the first admission and
+	// ReceivedBlocks the blocks a prefill engine sent; PromptBlocks the
+	// number of complete prompt blocks.
+	HitBlocks      int
+	ReceivedBlocks int
+	PromptBlocks   int
 	// Preemptions counts how often the request was preempted.
 	Preemptions int
 	// MaxITL is the longest gap between consecutive output tokens.
@@ -94,7 +99,7 @@ func (s *seq) completion(done time.Time) Completion {
 		ID: s.id, Arrival: s.arrival, Admitted: s.admittedAt,
 		FirstToken: s.firstToken, Done: done,
 		PromptTokens: s.prompt, OutputTokens: s.generated,
-		HitBlocks: s.hitBlocks, PromptBlocks: len(s.seqs),
+		HitBlocks: s.hitBlocks, ReceivedBlocks: s.receivedBlocks, PromptBlocks: len(s.seqs),
 		Preemptions: s.preemptions, MaxITL: s.maxITL,
 	}
 }

@@ -10,6 +10,7 @@ import "time"
 // max_num_seqs and the KV cache allow. It reports false when nothing could
 // be scheduled.
 func (e *Engine) schedule(t time.Time) bool {
+	e.landTransfers(t)
 	e.cur = iteration{start: t, work: e.cur.work[:0]}
 	budget := e.cfg.MaxNumBatchedTokens
 	preempted := false
@@ -90,28 +91,35 @@ func (e *Engine) admit(t time.Time, budget *int) {
 		// At least one token is always computed, so that the request has
 		// logits to sample from even when its whole prompt is cached.
 		hits, idle := e.cache.prefix(s.seqs, (s.numTokens-1)/bs)
-		n := min(s.numTokens-hits*bs, *budget)
-		need := int(blocksFor(int64(hits*bs+n), bs)) - hits
+		have := hits * bs // cached, or received from a prefill engine
+		if s.remote {
+			have = max(have, e.transferred(s))
+		}
+		n := min(s.numTokens-have, *budget)
+		need := int(blocksFor(int64(have+n), bs)) - hits
 		if need > e.cache.available()-idle {
 			return
 		}
 		e.waiting.popFront()
 		s.refs = e.cache.acquire(s.refs[:0], s.seqs[:hits])
 		e.cache.allocate(need)
-		s.held, s.computed = hits+need, hits*bs
+		s.held, s.computed, s.remote = hits+need, have, false
+		// Received blocks are in memory on arrival: they enter the cache,
+		// published, as blocks computed by an iteration would.
+		e.storeBlocks(s)
 		e.running = append(e.running, s)
 		e.addWork(s, n)
 		*budget -= n
-		e.recordAdmission(s, hits, t)
+		e.recordAdmission(s, hits, have/bs-hits, t)
 	}
 }
 
-func (e *Engine) recordAdmission(s *seq, hits int, t time.Time) {
+func (e *Engine) recordAdmission(s *seq, hits, received int, t time.Time) {
 	readmit := s.admitted
 	if !s.admitted {
-		s.admitted, s.admittedAt, s.hitBlocks = true, t, hits
+		s.admitted, s.admittedAt, s.hitBlocks, s.receivedBlocks = true, t, hits, received
 	}
 	e.out.Admitted = append(e.out.Admitted, Admission{
-		ID: s.id, At: t, HitBlocks: hits, PromptBlocks: len(s.seqs), Readmission: readmit,
+		ID: s.id, At: t, HitBlocks: hits, ReceivedBlocks: received, PromptBlocks: len(s.seqs), Readmission: readmit,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,10 +22,12 @@ import (
 	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // freeAddr returns a free loopback address below the ephemeral port
@@ -162,20 +165,17 @@ func (c *dcCluster) startEngine(id uint64) {
 // waitReady waits until node i answers /ready with 200.
 func (c *dcCluster) waitReady(i int) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waittest.UntilNil(c.t, 30*time.Second, fmt.Sprintf("node %d answers /ready with 200", i), func() error {
 		resp, err := http.Get("http://" + c.nodes[i].Addr().String() + "/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("node %d not ready", i)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (c *dcCluster) leader() int {
@@ -238,6 +238,45 @@ func (c *dcCluster) statesEqual() bool {
 	return true
 }
 
+// idle reports, as an error naming the first exception, whether every
+// running node sees every engine idle: no load booked by the node itself
+// (a request's booking ends when the node's handler calls Done, which
+// may be just after the client read the answer) and none reported by
+// the engine's last heartbeat.
+func (c *dcCluster) idle() error {
+	for i, n := range c.nodes {
+		if c.stops[i] == nil {
+			continue
+		}
+		reg := n.EngineRegistry()
+		if reg == nil {
+			return fmt.Errorf("n%d has no engine registry yet", i+1)
+		}
+		for _, e := range reg.Engines() {
+			for r, l := range e.Loads {
+				if l != (routing.Load{}) {
+					return fmt.Errorf("n%d: engine %d rank %d reports %+v", i+1, e.ID, r, l)
+				}
+			}
+		}
+		mfs, err := n.Metrics().Registry.Gather()
+		if err != nil {
+			return err
+		}
+		for _, mf := range mfs {
+			if !strings.HasPrefix(mf.GetName(), "kvrouter_worker_active_") {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if v := m.GetGauge().GetValue(); v != 0 {
+					return fmt.Errorf("n%d: %s %v = %v", i+1, mf.GetName(), m.GetLabel(), v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func tokens(seed, n int) []int {
 	out := make([]int, n)
 	for i := range out {
@@ -269,17 +308,11 @@ func exerciseCluster(t *testing.T, c *dcCluster) {
 	// The leader ingests the engine's KV events and every node applies
 	// them from the log: wait until the three indexes hold blocks and
 	// agree, then the sibling goes to the caching engine through each.
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.indexesAgree() {
-		if time.Now().After(deadline) {
-			t.Fatal("the nodes' indexes did not converge")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the nodes' indexes hold blocks and agree", c.indexesAgree)
 	for i := range 3 {
-		// Let the engines' heartbeats report the previous sibling done:
-		// a busy-looking caching engine may rightly lose to an idle one.
-		time.Sleep(300 * time.Millisecond)
+		// A busy-looking caching engine may rightly lose to an idle one:
+		// wait until every node sees the previous request done.
+		waittest.UntilNil(t, 10*time.Second, "every node sees every engine idle", c.idle)
 		sibling := append(append([]int(nil), prompt...), tokens(2+i, 32)...)
 		if got := c.complete(i, "", sibling); got != first {
 			t.Fatalf("sibling through n%d went to %s, prefix cached on %s", i+1, got, first)
@@ -418,13 +451,7 @@ func TestClusterFullRestartReconcilesOwnership(t *testing.T) {
 	for s := range 6 {
 		c.complete(s%3, "", tokens(300+s, 128))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.indexesAgree() {
-		if time.Now().After(deadline) {
-			t.Fatal("the indexes did not converge")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the nodes' indexes hold blocks and agree", c.indexesAgree)
 	victim := c.nodes[0].Cluster().FSM().Index().Workers()[0].ID
 	for i := range c.nodes {
 		c.stop(i)
@@ -441,29 +468,22 @@ func TestClusterFullRestartReconcilesOwnership(t *testing.T) {
 	for i := range c.nodes {
 		c.waitReady(i)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	waittest.UntilNil(t, 30*time.Second, fmt.Sprintf("engine %d's ownership reconciled away on every node, with one state", victim), func() error {
+		var states []string
 		gone := true
-		for _, n := range c.nodes {
+		for i, n := range c.nodes {
 			for _, w := range n.Cluster().FSM().Index().Workers() {
-				if w.ID == victim {
-					gone = false
-				}
+				gone = gone && w.ID != victim
 			}
+			idx, h := n.Cluster().FSM().StateHash()
+			states = append(states, fmt.Sprintf("n%d: applied %d hash %x workers %v pairs %d", i+1, idx, h,
+				n.Cluster().FSM().Index().Workers(), n.Cluster().FSM().Index().Stats().Pairs))
 		}
 		if gone && c.statesEqual() {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			for i, n := range c.nodes {
-				idx, h := n.Cluster().FSM().StateHash()
-				t.Logf("n%d: applied %d hash %x workers %v pairs %d", i+1, idx, h, n.Cluster().FSM().Index().Workers(),
-					n.Cluster().FSM().Index().Stats().Pairs)
-			}
-			t.Fatalf("engine %d's ownership was not reconciled away (gone everywhere: %v)", victim, gone)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("gone everywhere %v; %s", gone, strings.Join(states, "; "))
+	})
 }
 
 // checkSessionReads checks GET /v1/sessions/{id} on every node: each bound
@@ -471,7 +491,7 @@ func TestClusterFullRestartReconcilesOwnership(t *testing.T) {
 // across the nodes, and an unknown session is a 404 session_not_found.
 func (c *dcCluster) checkSessionReads(t *testing.T, sessions map[string]string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for id, want := range sessions {
 		var version uint64
 		for i, n := range c.nodes {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -26,20 +27,14 @@ func (c *dcCluster) incumbentOn(i int) string {
 
 func (c *dcCluster) waitIncumbent(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		agree := true
+	waittest.UntilNil(t, 10*time.Second, "every node has the incumbent "+want, func() error {
 		for i := range c.nodes {
-			agree = agree && c.incumbentOn(i) == want
+			if c.incumbentOn(i) != want {
+				return fmt.Errorf("incumbents %q %q %q", c.incumbentOn(0), c.incumbentOn(1), c.incumbentOn(2))
+			}
 		}
-		if agree {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("incumbents %q %q %q, want %q everywhere", c.incumbentOn(0), c.incumbentOn(1), c.incumbentOn(2), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestClusterWorkerSetIncumbentIsReplicated checks that the nodes of a

@@ -23,9 +23,11 @@ import (
 	"github.com/kvrouter/kvrouter/internal/mtls"
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 	"github.com/kvrouter/kvrouter/internal/netem"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/mocker/server"
 	"github.com/kvrouter/kvrouter/node"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 const model = mocker.DefaultModel
@@ -113,14 +115,21 @@ func (f *fleet) listen() net.Listener {
 
 // serveEngine runs engine id on ln, advertising endpoint ("": ln's).
 func (f *fleet) serveEngine(id uint64, ln net.Listener, endpoint string) {
+	f.serveEngineWith(id, ln, func(c *server.Config) { c.EndpointURL = endpoint })
+}
+
+// serveEngineWith runs engine id on ln, its configuration adjusted by
+// edit.
+func (f *fleet) serveEngineWith(id uint64, ln net.Listener, edit func(*server.Config)) {
 	f.t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	bus, err := natsbus.Open(natsbus.Config{URL: f.node.NATSURL()}, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond, EndpointURL: endpoint,
-		Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}, bus.Conn, log)
+	cfg := server.Config{EngineID: id, HeartbeatInterval: 100 * time.Millisecond, Engine: mocker.Config{SpeedUp: 100, BlockSize: 16}}
+	edit(&cfg)
+	srv, err := server.New(cfg, bus.Conn, log)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -136,13 +145,7 @@ func (f *fleet) serveEngine(id uint64, ln net.Listener, endpoint string) {
 
 func (f *fleet) waitEngines(want int) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.node.Engines() != want {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%d engines registered, want %d", f.node.Engines(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("%d engines registered", want), func() bool { return f.node.Engines() == want })
 }
 
 // complete sends a non-streaming completion with token ids and returns the
@@ -197,7 +200,7 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	}
 	// The engine publishes the prompt's blocks once its prefill is done;
 	// the next request may only be routed after they reach the index.
-	f.waitStored(1)
+	f.waitCached(seq(1000, 512), first)
 	again, cached := f.complete(append(seq(1000, 480), seq(90000, 64)...))
 	if again != first || cached < 480-16 {
 		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens", again, first, cached)
@@ -211,16 +214,47 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 	}
 }
 
+// waitCached waits until the node's index holds the prompt's full blocks
+// on worker w, as its own POST /v1/route/explain reports them. (A count
+// of applied events is not that: a stored event that arrives while the
+// engine's first snapshot is in flight is covered by the snapshot and
+// counted stale, not applied.)
+func (f *fleet) waitCached(prompt []int, w string) {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt})
+	waittest.UntilNil(f.t, 10*time.Second, fmt.Sprintf("the index holds the prompt's blocks on %s", w), func() error {
+		resp, err := http.Post(f.base+"/v1/route/explain", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var ex struct {
+			Blocks  int `json:"blocks"`
+			Engines []struct {
+				Engine string `json:"engine"`
+				Cached int    `json:"cached_blocks"`
+			} `json:"engines"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
+			return err
+		}
+		for _, e := range ex.Engines {
+			if e.Engine == w && e.Cached >= ex.Blocks && ex.Blocks > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("explain: %+v", ex)
+	})
+}
+
 // waitStored waits until the node applied n stored events.
 func (f *fleet) waitStored(n float64) {
 	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok")) < n {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("fewer than %v stored events applied in 5s", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("%v stored events applied", n), func() bool { return f.stored() >= n })
+}
+
+func (f *fleet) stored() float64 {
+	return testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok"))
 }
 
 func (f *fleet) resyncs() float64 {
@@ -229,13 +263,24 @@ func (f *fleet) resyncs() float64 {
 
 func (f *fleet) waitResyncs(n float64) {
 	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for f.resyncs() < n {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%v resyncs, want %v", f.resyncs(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("%v resyncs", n), func() bool { return f.resyncs() >= n })
+}
+
+// waitHeartbeats waits until the node has recorded n heartbeats of engine
+// id (n changes of its last-seen time) from now on.
+func (f *fleet) waitHeartbeats(id uint64, n int) {
+	f.t.Helper()
+	seen := func() time.Time {
+		e, _ := f.node.EngineRegistry().Engine(routing.WorkerID(id))
+		return e.LastSeen
 	}
+	last, beats := seen(), 0
+	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("%d heartbeats of engine %d recorded", n, id), func() bool {
+		if s := seen(); !s.Equal(last) {
+			last, beats = s, beats+1
+		}
+		return beats >= n
+	})
 }
 
 func TestForcedGapResyncsOnce(t *testing.T) {
@@ -247,7 +292,17 @@ func TestForcedGapResyncsOnce(t *testing.T) {
 	f.complete(seq(1, 256))    // its stored event is dropped: a gap
 	f.complete(seq(5000, 256)) // the next batch reveals the gap
 	f.waitResyncs(2)
-	time.Sleep(300 * time.Millisecond)
+	// The window of "once": what could reveal the gap again has been
+	// applied. Batches are applied in order, and each heartbeat's tail
+	// check (against the heartbeat before it) is queued to the same
+	// applier as it is recorded; three recorded heartbeats queue the
+	// checks of two, and a batch published after them is applied only
+	// after those checks, and after any resync they started (a resyncing
+	// rank's events wait for its snapshot).
+	f.waitHeartbeats(1, 3)
+	before := f.stored()
+	f.complete(seq(9000, 256))
+	f.waitStored(before + 1)
 	if n := f.resyncs(); n != 2 {
 		t.Fatalf("%v resyncs after the gap, want exactly 1", n-1)
 	}
@@ -264,13 +319,10 @@ func TestForcedGapResyncsOnce(t *testing.T) {
 func TestHungEngineTrafficReroutes(t *testing.T) {
 	f := startFleet(t, 2, nil) // liveness timeout 1 s
 	f.engines[2].PauseHeartbeats(true)
-	paused := time.Now()
-	for f.node.Engines() != 1 {
-		if time.Since(paused) > 1500*time.Millisecond {
-			t.Fatal("hung engine not dropped within the liveness timeout and a sweep")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The timeout is 1 s and a sweep; the bound is a failure bound for a
+	// loaded machine, where the node also discounts its own stalls
+	// (fleet.Plane.sweep).
+	waittest.Until(t, 10*time.Second, "the node dropped the hung engine", func() bool { return f.node.Engines() == 1 })
 	for i := range 6 {
 		if w, _ := f.complete(seq(100*i, 64)); !strings.HasPrefix(w, "1/") {
 			t.Fatalf("request %d went to %s", i, w)
@@ -334,12 +386,10 @@ func TestUnreachableEngineTrafficReroutes(t *testing.T) {
 // stored event for it has reached the index.
 func (f *fleet) promptServedBy(prefix string) []int {
 	f.t.Helper()
-	stored := testutil.ToFloat64(f.node.Metrics().EventsApplied.WithLabelValues("stored", "ok"))
 	for i := range 20 {
 		p := seq(10000*(i+1), 256)
 		w, _ := f.complete(p)
-		stored++
-		f.waitStored(stored)
+		f.waitCached(p, w)
 		if strings.HasPrefix(w, prefix) {
 			return p
 		}

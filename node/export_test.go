@@ -9,3 +9,6 @@ func (n *Node) WorkerSets() *fleet.WorkerSets {
 	}
 	return nil
 }
+
+// EngineRegistry is the running node's engine registry, for tests.
+func (n *Node) EngineRegistry() *fleet.Registry { return n.reg.Load() }

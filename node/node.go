@@ -342,6 +342,7 @@ type engines struct{ r *fleet.Registry }
 
 var _ dispatch.Engines = engines{}
 var _ dispatch.LoadReporter = engines{}
+var _ dispatch.Bootstrapper = engines{}
 
 // Workers lists the model's admitted workers. Whether the model is known
 // at all is asked of the registry only when none is admitted: a model
@@ -357,6 +358,8 @@ func (e engines) Workers(model string) ([]routing.WorkerInfo, bool) {
 func (e engines) Endpoint(id routing.WorkerID) (string, bool) { return e.r.Endpoint(id) }
 
 func (e engines) Load(w routing.Worker) (routing.Load, bool) { return e.r.Load(w) }
+
+func (e engines) BootstrapPort(id routing.WorkerID) (uint32, bool) { return e.r.BootstrapPort(id) }
 
 func (e engines) Models() []dispatch.Model {
 	byModel := map[string]*dispatch.Model{}

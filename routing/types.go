@@ -104,6 +104,14 @@ type WorkerInfo struct {
 	MaxBatchedTokens int
 	// Device says whether the rank runs on an accelerator or a CPU.
 	Device DeviceKind
+	// Role is the rank's part in disaggregated serving (aggregated by
+	// default).
+	Role Role
+	// TransferDomain names the topology domain (a rack, a zone) within
+	// which the rank can exchange KV caches with others; empty when the
+	// engine reports none. A decode rank must share its prefill rank's
+	// domain when both report one.
+	TransferDomain string
 }
 
 // Overlap is how much of a request's prefix a worker already holds, in

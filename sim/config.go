@@ -72,6 +72,11 @@ type Config struct {
 	// DefaultReportInterval. NoLoadReports turns them off.
 	ReportInterval time.Duration
 	NoLoadReports  bool
+	// PrefillEngines, when positive, replays the trace disaggregated
+	// (disagg.go): that many of the Engines are prefill engines, the
+	// others decode engines, and each request is routed by the node's
+	// two-hop decision (policy.Disagg). Default 0: aggregated serving.
+	PrefillEngines int
 }
 
 // Defaults for Config.
@@ -138,6 +143,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: output_hints book expected output only with track_output_blocks", ErrConfig)
 	case c.ReportInterval < 0:
 		return fmt.Errorf("%w: report_interval must be > 0, got %v", ErrConfig, c.ReportInterval)
+	case c.PrefillEngines < 0 || c.PrefillEngines >= c.Engines:
+		return fmt.Errorf("%w: prefill_engines must be in [0, engines), leaving a decode engine; got %d of %d", ErrConfig, c.PrefillEngines, c.Engines)
 	}
 	if err := c.Engine.Validate(); err != nil {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)

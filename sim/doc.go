@@ -29,6 +29,15 @@
 // capacity) and never sees the engines' caches. Nothing here copies a decision step: a change to the router's
 // decisions shows in the simulation.
 //
+// Disaggregated replay. With Config.PrefillEngines the first engines are
+// prefill engines and the others decode engines, and each arrival is
+// routed by the node's two-hop decision (policy.Disagg, disagg.go): a
+// one-token prefill on the prefill engine, then, when it is done, the
+// decode on the chosen decode engine, which first receives the prompt's
+// cache (the mocker's transfer time). TTFT runs from the arrival to the
+// decode engine's first token; ITL is the decode engine's; the hit ratio
+// and the load balance are the prefill engines'.
+//
 // References. Every Result carries the policy's share of three hit-ratio
 // references of the workload, computed once per Compare
 // (NewReferences), all counting hits as the engines do (a prompt always

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/traces"
@@ -45,5 +46,25 @@ func TestOutputTrackingChargesDecode(t *testing.T) {
 		if n := rp.router.core.Booked(); n != 0 || rp.done != 1 {
 			t.Fatalf("tracking %v: %d bookings left, %d done", track, n, rp.done)
 		}
+	}
+}
+
+// TestOutputTrackingDisaggregated: a disaggregated replay reports the
+// decode hops' tokens to their bookings and ends with nothing booked.
+func TestOutputTrackingDisaggregated(t *testing.T) {
+	cfg := Config{Engines: 4, PrefillEngines: 2, TrackOutputBlocks: true, OutputHints: true}.withDefaults()
+	w, err := NewWorkload(cfg.BlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := newReplay(w.Prompts(bundled(t, 200)), "kv", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rp.done != 200 || len(rp.router.pairs) != 0 || len(rp.router.generated) != 0 {
+		t.Fatalf("%d done, %d pair bookings and %d token counts left", rp.done, len(rp.router.pairs), len(rp.router.generated))
 	}
 }

@@ -34,6 +34,10 @@ type Result struct {
 	TTFTP50Ms      float64 `json:"ttft_p50_ms"`
 	TTFTP99Ms      float64 `json:"ttft_p99_ms"`
 	ITLP50Ms       float64 `json:"itl_p50_ms"`
+	ITLP99Ms       float64 `json:"itl_p99_ms"`
+	// PrefillEngines is the prefill engines of a disaggregated replay
+	// (the others decode); 0 for aggregated serving.
+	PrefillEngines int `json:"prefill_engines,omitempty"`
 	// LoadMaxOverMean is max/mean across engines of the prefill work done
 	// (prompt tokens actually computed): 1 is a perfect balance.
 	LoadMaxOverMean float64 `json:"load_max_over_mean"`
@@ -75,15 +79,18 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // WriteTable prints results as an aligned table, one row per policy.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\thit ratio\tof bound\tof pooled\tof oracle\tTTFT mean ms\tTTFT p50 ms\tTTFT p99 ms\tITL p50 ms\tload max/mean\ttok/s\tdecision p50 µs\tdecision p99 µs\t")
+	fmt.Fprintln(tw, "policy\thit ratio\tof bound\tof pooled\tof oracle\tTTFT mean ms\tTTFT p50 ms\tTTFT p99 ms\tITL p50 ms\tITL p99 ms\tload max/mean\ttok/s\tdecision p50 µs\tdecision p99 µs\t")
 	for _, r := range rs {
 		name := r.Policy
 		if r.Recommended {
 			name += " *"
 		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.1f%%\t%.1f%%\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t\n",
+		if r.PrefillEngines > 0 {
+			name += fmt.Sprintf(" (%dP+%dD)", r.PrefillEngines, r.Engines-r.PrefillEngines)
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.1f%%\t%.1f%%\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t\n",
 			name, r.HitRatio, 100*r.HitOfBound, 100*r.HitOfPooled, 100*r.HitOfOracle, r.TTFTMeanMs, r.TTFTP50Ms, r.TTFTP99Ms,
-			r.ITLP50Ms, r.LoadMaxOverMean, r.ThroughputTokPerS, r.DecisionP50Us, r.DecisionP99Us)
+			r.ITLP50Ms, r.ITLP99Ms, r.LoadMaxOverMean, r.ThroughputTokPerS, r.DecisionP50Us, r.DecisionP99Us)
 	}
 	return tw.Flush()
 }

@@ -16,8 +16,13 @@ import (
 // (policy.Decider) over a fixed fleet, with an in-memory session store
 // and the engines' load reports. It runs on the replay's virtual clock.
 type router struct {
-	idx      *index.Exact // nil in approximate mode
-	core     *policy.Decider
+	idx  *index.Exact // nil in approximate mode
+	core *policy.Decider
+	// pair is the two-hop decision of a disaggregated replay (nil
+	// otherwise), ds its scratch and pairs its bookings (disagg.go).
+	pair     *policy.Disagg
+	ds       policy.DisaggScratch
+	pairs    map[string]*policy.PairBooking
 	reports  reports
 	infos    []routing.WorkerInfo
 	slot     map[routing.Worker]int
@@ -49,6 +54,12 @@ func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, er
 	}
 	if r.core, err = policy.NewDecider(dc, r.idx); err != nil {
 		return nil, err
+	}
+	if cfg.PrefillEngines > 0 {
+		if r.pair, err = policy.NewDisagg(dc, r.idx); err != nil {
+			return nil, err
+		}
+		r.pairs = make(map[string]*policy.PairBooking)
 	}
 	return r, nil
 }
@@ -127,9 +138,13 @@ func (r *router) firstToken(id string, now time.Time) {
 }
 
 // output reports that a request has generated total tokens at now, as a
-// node's frontend reports streamed chunks.
+// node's frontend reports streamed chunks: to its booking, or to its
+// decode hop's in a disaggregated replay.
 func (r *router) output(id string, total int, now time.Time) {
 	b := r.bookings[id]
+	if pb := r.pairs[id]; b == nil && pb != nil {
+		b = &pb.Decode
+	}
 	if b == nil || total <= r.generated[id] {
 		return
 	}

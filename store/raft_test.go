@@ -10,6 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // cursorFSM is a minimal FSM on FSMStore: each entry advances cursor (1, 0)
@@ -114,15 +116,10 @@ func stopCluster(t *testing.T, nodes []*raftNode) {
 	}
 }
 
-// waitFor polls cond for up to five seconds.
+// waitFor polls cond; ten seconds is its failure bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	waittest.Until(t, 10*time.Second, what, cond)
 }
 
 func TestRaftThreeNodesOnPebble(t *testing.T) {

@@ -28,8 +28,8 @@ func (c *cluster) check(ops []op) verdicts {
 	// The members may have moved on since converge (an election after the
 	// load stopped commits the new leader's barrier entry, which a
 	// follower applies a moment later): agreement is asked of a settled
-	// cluster, so the check waits briefly for one.
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	// cluster, so the check waits for one (10 s is a failure bound).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if v.HashesEqual, _ = c.converged(); v.HashesEqual || time.Now().After(deadline) {
 			break
 		}

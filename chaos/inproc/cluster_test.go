@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/store"
 )
 
@@ -331,6 +333,47 @@ func (c *cluster) settle(t *testing.T, w *workload, rep *report, fault time.Time
 	ops := w.history()
 	rep.Unavail = ms(unavailability(ops, fault))
 	return ops
+}
+
+// sample calls f every interval on its own goroutine until the returned
+// stop is called, and stop waits for it. The test's end calls stop too:
+// registered after the cluster's, that cleanup runs first, so a sampler
+// of a member's state never outlives a failed wait into the members'
+// shutdown.
+func sample(t testing.TB, every time.Duration, f func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			f()
+			time.Sleep(every)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// outrun waits, while a load runs, until leader l applied more than
+// trailing entries past the isolated member f's last log entry. Raft
+// compacts a snapshot's log down to TrailingLogs entries behind its
+// head, so a snapshot the leader takes then has dropped entries f lacks:
+// f can only catch up by InstallSnapshot.
+func (c *cluster) outrun(l, f int, trailing uint64) {
+	c.t.Helper()
+	last := c.members[f].node.Raft().LastIndex()
+	waittest.UntilNil(c.t, 30*time.Second, fmt.Sprintf("the leader applied %d entries past the isolated member's last", trailing), func() error {
+		if applied := c.members[l].node.Raft().AppliedIndex(); applied <= last+trailing {
+			return fmt.Errorf("leader applied %d, isolated member's last entry %d", applied, last)
+		}
+		return nil
+	})
 }
 
 // converge waits until every running member applied the leader's commit

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/consensus"
 	"github.com/kvrouter/kvrouter/internal/failpoint"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestS16RestoreHeldBeforeSwap holds a follower's snapshot install
@@ -21,7 +22,7 @@ func TestS16RestoreHeldBeforeSwap(t *testing.T) {
 	w := c.startLoad(2, seed(t))
 	time.Sleep(100 * time.Millisecond)
 	c.isolate(f)
-	time.Sleep(300 * time.Millisecond)
+	c.outrun(l, f, 64)
 	if err := c.members[l].node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +40,17 @@ func TestS16RestoreHeldBeforeSwap(t *testing.T) {
 	c.heal()
 	select {
 	case <-held:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the follower never reached restoreBeforeSwap")
 	}
-	time.Sleep(50 * time.Millisecond)
-	if idx, h := fsm.StateHash(); idx != before || h != hashBefore {
-		t.Errorf("state changed before the swap: applied %d->%d, hash %x->%x", before, idx, hashBefore, h)
-	}
+	// The window: the load goes on, and the leader commits 20 more
+	// entries, none of which the held follower may apply.
+	lr := c.members[l].node.Raft()
+	commit := lr.CommitIndex()
+	waittest.HoldsUntil(t, 30*time.Second, "the held follower's state", func() bool {
+		idx, h := fsm.StateHash()
+		return idx == before && h == hashBefore
+	}, "the leader committed 20 more entries", func() bool { return lr.CommitIndex() >= commit+20 })
 	close(release)
 	w.stopLoad()
 	c.converge(10 * time.Second)
@@ -73,12 +78,14 @@ func TestFailpointsReached(t *testing.T) {
 	f := c.follower(l)
 	w := c.startLoad(2, seed(t))
 	c.isolate(f)
-	time.Sleep(200 * time.Millisecond)
+	c.outrun(l, f, 64)
 	if err := c.members[l].node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	c.heal()
-	time.Sleep(200 * time.Millisecond)
+	waittest.Until(t, 30*time.Second, "the follower installed the snapshot", func() bool {
+		return failpoint.Hits(failpoint.RestoreAfterSwap) > base[failpoint.RestoreAfterSwap]
+	})
 	w.stopLoad()
 	c.converge(10 * time.Second)
 	for _, p := range points {

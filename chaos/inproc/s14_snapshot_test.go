@@ -104,6 +104,7 @@ func testS14Leader(t *testing.T) {
 	time.Sleep(phase(t, 100*time.Millisecond))
 	c.isolate(f) // F falls behind the leader's compacted log.
 	time.Sleep(phase(t, 300*time.Millisecond))
+	c.outrun(l, f, 64)
 	if err := c.members[l].node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}

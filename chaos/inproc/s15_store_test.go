@@ -47,22 +47,13 @@ func TestS15CorruptedStoreMinority(t *testing.T) {
 	}
 	rebuildStart := time.Now()
 	ledEarly := false
-	stopLed := make(chan struct{})
-	go func() { // The rebuilding member must not lead before it caught up.
-		for {
-			select {
-			case <-stopLed:
-				return
-			default:
-			}
-			if m.node.IsLeader() && !m.node.CaughtUp() {
-				ledEarly = true
-			}
-			time.Sleep(time.Millisecond)
+	stopLed := sample(t, time.Millisecond, func() { // The rebuilding member must not lead before it caught up.
+		if m.node.IsLeader() && !m.node.CaughtUp() {
+			ledEarly = true
 		}
-	}()
+	})
 	rep.Figures["served_before_restored"] = servedBeforeRestored(t, m.node, acked)
-	close(stopLed)
+	stopLed()
 	rep.Figures["rebuild_ms"] = ms(time.Since(rebuildStart))
 	rep.Figures["elected_before_rebuilt"] = ledEarly
 	ops := c.settle(t, w, rep, fault, 200*time.Millisecond)

@@ -25,32 +25,22 @@ func TestS16SnapshotInstallUnderLoad(t *testing.T) {
 	time.Sleep(phase(t, 200*time.Millisecond))
 	c.isolate(f)
 	time.Sleep(phase(t, 500*time.Millisecond))
+	c.outrun(l, f, 64)
 	if err := c.members[l].node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	snapIdx := c.members[l].node.Raft().Stats()["last_snapshot_index"]
 	fm := c.members[f]
 	var stale atomic.Int64
-	done := make(chan struct{})
-	readerDone := make(chan struct{})
-	go func() { // A reader of the follower's state during the install.
-		defer close(readerDone)
-		var lastApplied uint64
-		lastSessions := fm.node.FSM().NumSessions()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			applied, n := fm.node.FSM().AppliedIndex(), fm.node.FSM().NumSessions()
-			if applied < lastApplied || n < lastSessions || (lastSessions > 0 && n == 0) {
-				stale.Add(1)
-			}
-			lastApplied, lastSessions = max(lastApplied, applied), max(lastSessions, n)
-			time.Sleep(200 * time.Microsecond)
+	var lastApplied uint64
+	lastSessions := fm.node.FSM().NumSessions()
+	stopReader := sample(t, 200*time.Microsecond, func() { // A reader of the follower's state during the install.
+		applied, n := fm.node.FSM().AppliedIndex(), fm.node.FSM().NumSessions()
+		if applied < lastApplied || n < lastSessions || (lastSessions > 0 && n == 0) {
+			stale.Add(1)
 		}
-	}()
+		lastApplied, lastSessions = max(lastApplied, applied), max(lastSessions, n)
+	})
 	heal := time.Now()
 	c.heal()
 	want, _ := strconv.ParseUint(snapIdx, 10, 64)
@@ -63,8 +53,7 @@ func TestS16SnapshotInstallUnderLoad(t *testing.T) {
 	time.Sleep(phase(t, 300*time.Millisecond))
 	w.stopLoad()
 	rep.Converge = ms(c.converge(10 * time.Second))
-	close(done)
-	<-readerDone
+	stopReader()
 	rep.Figures["stale_reads_during_install"] = stale.Load()
 	if stale.Load() != 0 {
 		t.Errorf("the follower's state went back or emptied %d times during the install", stale.Load())

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -34,9 +33,11 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	}{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
+		{groupServing, f.registerDisagg},
 		{groupModel, f.registerModel},
 		{groupEventPlane, f.registerEventPlane},
 		{groupObservability, f.log.register},
+		{groupAdvanced, f.registerDisaggTiming},
 	} {
 		grouped(fs, g.group, g.reg)
 	}
@@ -114,7 +115,7 @@ func runMocker(cmd *cobra.Command, f *mockerFlags) error {
 	if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
 		return err
 	}
-	log, err := f.log.logger(os.Stderr)
+	log, err := f.log.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestMockerVLLMProtocolFlags: bad vLLM-wire options are refused before
@@ -33,15 +36,57 @@ func TestMockerVLLMProtocolFlags(t *testing.T) {
 // TestMockerVLLMProtocolRunsWithoutNATS: in the vLLM-wire mode the mocker
 // starts and stops cleanly with no NATS server anywhere.
 func TestMockerVLLMProtocolRunsWithoutNATS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	out, err := runUntilLogged(t, "mocker serving", "mocker", "--protocol", "vllm", "--http-addr", "127.0.0.1:0",
+		"--kv-events-endpoint", "tcp://127.0.0.1:0", "--replay-endpoint", "tcp://127.0.0.1:0", "--nats", "nats://127.0.0.1:1")
+	if err != nil || !strings.Contains(out, "mocker serving") {
+		t.Fatalf("mocker --protocol vllm: %v\n%s", err, out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a command's logs and the test read
+// from different goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runUntilLogged runs the command of args until its log holds started,
+// then stops it, and returns what it wrote and what it returned. It is
+// how a test sees a long-running command start and stop cleanly,
+// whatever the machine's speed.
+func runUntilLogged(t *testing.T, started string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cmd := newRootCmd()
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"mocker", "--protocol", "vllm", "--http-addr", "127.0.0.1:0",
-		"--kv-events-endpoint", "tcp://127.0.0.1:0", "--replay-endpoint", "tcp://127.0.0.1:0", "--nats", "nats://127.0.0.1:1"})
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		t.Fatalf("mocker --protocol vllm: %v\n%s", err, out.String())
-	}
+	cmd.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	waittest.Until(t, 30*time.Second, "the command to log "+started, func() bool {
+		select {
+		case err := <-done:
+			done <- err // ended early: reported below
+			return true
+		default:
+			return strings.Contains(out.String(), started)
+		}
+	})
+	cancel()
+	err := <-done
+	return out.String(), err
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,6 +90,8 @@ func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 		"--prefill-load-scale and the host/disk weights keep their values.")
 	addBool(fs, &f.ref.agentic, "agentic", false, "preset: credit 2, prefill scale 4, active-request weight 64\n"+
 		"Overrides those options; refused together with --load-aware.")
+	addBool(fs, &d.DecodeFallback, "decode-fallback", d.DecodeFallback, "no prefill engine left: serve on decode engines\n"+
+		"Disaggregated serving. Off, such requests get 503; a request whose prefill hop failed is never served whole.")
 }
 
 // policyAliases lists the short policy names with what each stands for.
@@ -151,7 +153,7 @@ load. Options also come from a YAML file (--config) and KVR_* variables (KVR_HTT
 			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
 				return err
 			}
-			log, err := f.log.logger(os.Stderr)
+			log, err := f.log.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -181,7 +183,9 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.format, "log-format", "text", "log record format: text or json")
 }
 
-func (l *logFlags) logger(w *os.File) (*slog.Logger, error) {
+// logger writes to w, the command's error stream (os.Stderr unless a
+// test set another).
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)

@@ -54,7 +54,7 @@ var aliasCases = map[string]struct{ alias, canon []string }{
 	"no-router-track-prefill-tokens":       {[]string{"--no-router-track-prefill-tokens"}, []string{"--router-track-prefill-tokens=false"}},
 	"no-router-track-output-blocks":        {[]string{"--no-router-track-output-blocks=false"}, []string{"--router-track-output-blocks"}},
 	"no-router-track-active-blocks":        {[]string{"--no-router-track-active-blocks"}, []string{"--router-track-active-blocks=false"}},
-	"no-decode-fallback":                   {[]string{"--no-decode-fallback=false"}, []string{"--decode-fallback"}},
+	"no-decode-fallback":                   {[]string{"--no-decode-fallback"}, []string{"--decode-fallback=false"}},
 	"no-router-conditional-disagg":         {[]string{"--no-router-conditional-disagg=false"}, []string{"--router-conditional-disagg"}},
 	"no-router-prefill-continue":           {[]string{"--no-router-prefill-continue=false"}, []string{"--router-prefill-continue"}},
 	"no-router-replica-sync":               {[]string{"--no-router-replica-sync=false"}, []string{"--router-replica-sync"}},
@@ -145,7 +145,6 @@ func TestOtherNamesWorkFromEverySource(t *testing.T) {
 // noEffectValues are values away from the default of each option accepted
 // with no effect; "" marks one that has no such value it accepts.
 var noEffectValues = map[string]string{
-	"decode-fallback":           "true",
 	"router-conditional-disagg": "true",
 	"router-prefill-continue":   "true",
 	"router-replica-sync":       "true",

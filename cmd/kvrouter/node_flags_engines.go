@@ -12,7 +12,8 @@ func (f *nodeFlags) registerEngines(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Engines, "engine", nil, "declare an engine: url=URL[,model=M,...] (repeatable)\n"+
 		"For engines without kvrouter code, one entry per engine and data-parallel rank: "+
 		"url=URL[,model=M][,block-size=16][,kv-events=tcp://h:5557][,replay=tcp://h:5558][,replay-timeout=10s][,metrics=URL|none]"+
-		"[,dp-rank=0][,kv-blocks=N][,max-batched-tokens=N]. In KVR_ENGINE, separate entries with ';'.")
+		"[,dp-rank=0][,kv-blocks=N][,max-batched-tokens=N][,role=prefill|decode][,bootstrap-port=P][,transfer-domain=D]. "+
+		"In KVR_ENGINE, separate entries with ';'.")
 	fs.StringArrayVar(&c.EngineDNS, "engine-dns", nil, "find engines by DNS: name=HOST|srv=NAME[,...] (repeatable)\n"+
 		"name=HOST (A/AAAA) or srv=NAME, with port=8000, model=M, block-size=16, kv-events-port=P, replay-port=P, replay-timeout=10s, "+
 		"metrics-path=/metrics, dp-size=1, scheme=http; re-resolved every 10s.")

@@ -73,9 +73,8 @@ func (f *nodeFlags) registerCompat(fs *pflag.FlagSet) {
 // bound to the option it sets.
 func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
 	r := &f.ref
-	addBool(fs, new(bool), "decode-fallback", false, "kvrouter routes aggregated serving only")
-	addBool(fs, new(bool), "router-conditional-disagg", false, "kvrouter routes aggregated serving only")
-	addBool(fs, new(bool), "router-prefill-continue", false, "kvrouter routes aggregated serving only")
+	addBool(fs, new(bool), "router-conditional-disagg", false, "disaggregated requests always take both hops")
+	addBool(fs, new(bool), "router-prefill-continue", false, "a prefill engine never finishes a response")
 	addBool(fs, new(bool), "router-replica-sync", false, "raft replicates bindings; load is per node")
 	addBool(fs, new(bool), "serve-indexer", false, "every node keeps its own index, fed by raft")
 	addBool(fs, new(bool), "use-remote-indexer", false, "every node keeps its own index, fed by raft")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -157,7 +156,7 @@ Precedence: default < file < environment < flag. See docs/configuration.md.`,
 			if err := f.resolve(); err != nil {
 				return err
 			}
-			log, err := f.log.logger(os.Stderr)
+			log, err := f.log.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

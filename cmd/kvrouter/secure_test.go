@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/mtls/mtlstest"
 )
@@ -53,17 +50,11 @@ func TestExposedListenersNeedTLS(t *testing.T) {
 // check's.)
 func TestExposedNATSWithTLSStarts(t *testing.T) {
 	pki := mtlstest.WritePKI(t, t.TempDir())
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	cmd := newRootCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"node", "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0",
-		"--nats-listen-tls-cert", pki.Cert, "--nats-listen-tls-key", pki.Key, "--nats-listen-tls-ca", pki.CA})
-	// The node serves until ctx ends, then stops cleanly: it started, its
-	// own connection to the exposed TLS listener included.
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		t.Fatalf("a node with TLS on its exposed embedded NATS listener did not run: %v\n%s", err, out.String())
+	// The node serves once it started, its own connection to the exposed
+	// TLS listener included, then stops cleanly when told.
+	out, err := runUntilLogged(t, "router node serving", "node", "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0",
+		"--nats-listen-tls-cert", pki.Cert, "--nats-listen-tls-key", pki.Key, "--nats-listen-tls-ca", pki.CA)
+	if err != nil || !strings.Contains(out, "router node serving") {
+		t.Fatalf("a node with TLS on its exposed embedded NATS listener did not run: %v\n%s", err, out)
 	}
 }

@@ -31,6 +31,8 @@ type simFlags struct {
 	decay     float64
 	json      bool
 	report    string
+	// prefillEngines makes the replay disaggregated (sim_flags_disagg.go).
+	prefillEngines int
 }
 
 func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
@@ -49,6 +51,7 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.Float64Var(&f.decay, "output-block-decay", load.DefaultOutputDecay, "output blocks' weight: 1 - this × output/osl (with --osl-hints)")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
+	f.registerDisagg(fs)
 }
 
 func (f *simFlags) config() (sim.Config, error) {
@@ -57,7 +60,7 @@ func (f *simFlags) config() (sim.Config, error) {
 		return sim.Config{}, fmt.Errorf("--router-approximate-cache-policy: %w", err)
 	}
 	return sim.Config{Engines: f.engines, BlockSize: f.blockSize, RateScale: f.rateScale,
-		Seed: f.seed, NoKVEvents: f.noEvents, ApproxPolicy: approx,
+		Seed: f.seed, NoKVEvents: f.noEvents, ApproxPolicy: approx, PrefillEngines: f.prefillEngines,
 		TrackOutputBlocks: f.output, OutputHints: f.oslHints, OutputDecay: &f.decay}, nil
 }
 

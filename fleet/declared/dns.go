@@ -71,7 +71,8 @@ func ParseDNS(s string) (DNSSpec, error) {
 		case "dp-size":
 			return parseUint(k, v, 1, 1<<10, &d.DPSize)
 		default:
-			return fmt.Errorf("%w: unknown key %q (known: name, srv, scheme, port, model, block-size, kv-events-port, replay-port, replay-timeout, metrics-path, dp-size, kv-blocks, max-batched-tokens)", ErrSpec, k)
+			return fmt.Errorf("%w: unknown key %q (known: name, srv, scheme, port, model, block-size, kv-events-port, replay-port, replay-timeout, "+
+				"metrics-path, dp-size, kv-blocks, max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
 		}
 		return nil
 	})

@@ -9,7 +9,10 @@
 // A Spec names one data-parallel rank of one engine: its HTTP base URL,
 // its model, its KV block size and, optionally, its KV-event publisher,
 // replay endpoint (with a bound on one replay request) and Prometheus
-// page. Specs that share a URL are the
+// page, and its role in disaggregated serving (role= or type=:
+// aggregated, prefill or decode, the card's worker_type) with a prefill
+// engine's bootstrap port and the engines' transfer domain. Specs that
+// share a URL are the
 // ranks of one engine. An engine's id is derived from its URL, so it is
 // the same on every router node and across restarts of the router.
 //
@@ -18,7 +21,9 @@
 // A Prober per engine polls the engine's own endpoints every
 // Config.Interval: GET /health decides liveness, GET /v1/models names the
 // model when the spec does not (and refuses an engine that does not serve
-// the declared one), and the Prometheus page, parsed with expfmt, gives
+// the declared one), GET /server_info (or /get_server_info) gives, once,
+// an SGLang engine's disaggregation mode and bootstrap port when the spec
+// names no role (role.go), and the Prometheus page, parsed with expfmt, gives
 // each rank's running and waiting requests and KV-cache usage (vLLM's
 // vllm:* and SGLang's sglang:* families). A healthy poll registers the
 // engine (a card) and reports its load (a heartbeat) to the Sink; a

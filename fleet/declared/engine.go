@@ -72,6 +72,8 @@ func group(url string, specs []Spec) (Engine, error) {
 				ErrSpec, url, sp.DPRank, len(specs)-1)
 		case sp.Model != specs[0].Model || sp.BlockSize != specs[0].BlockSize:
 			return Engine{}, fmt.Errorf("%w: engine %s: its ranks declare different model or block-size", ErrSpec, url)
+		case sp.Role != specs[0].Role || sp.BootstrapPort != specs[0].BootstrapPort || sp.TransferDomain != specs[0].TransferDomain:
+			return Engine{}, fmt.Errorf("%w: engine %s: its ranks declare different role, bootstrap-port or transfer-domain", ErrSpec, url)
 		}
 		seen[sp.DPRank] = true
 		e.Ranks[sp.DPRank] = sp
@@ -87,10 +89,15 @@ func (e *Engine) card(model string, kvBlocks uint64, incarnation uint64) *kvrpb.
 		EngineId: uint64(e.ID), DpSize: uint32(len(e.Ranks)), Model: model, BlockSize: sp.BlockSize,
 		TotalKvBlocks: kvBlocks, MaxNumBatchedTokens: cmp.Or(sp.MaxBatchedTokens, DefaultMaxBatchedTokens),
 		Device: kvrpb.DeviceKind_DEVICE_KIND_GPU, EndpointUrl: e.URL, Incarnation: incarnation, Version: kvrpb.Version,
+		BootstrapPort: sp.BootstrapPort, TransferDomain: sp.TransferDomain,
+	}
+	if sp.Role != routing.RoleAggregated {
+		c.WorkerType = sp.Role.String()
 	}
 	h := xxh3.New()
 	for _, s := range []string{c.Model, c.EndpointUrl, strconv.Itoa(int(c.DpSize)), strconv.Itoa(int(c.BlockSize)),
-		strconv.FormatUint(c.TotalKvBlocks, 10), strconv.Itoa(int(c.MaxNumBatchedTokens))} {
+		strconv.FormatUint(c.TotalKvBlocks, 10), strconv.Itoa(int(c.MaxNumBatchedTokens)),
+		c.WorkerType, strconv.Itoa(int(c.BootstrapPort)), c.TransferDomain} {
 		_, _ = h.WriteString(s)
 		_, _ = h.Write([]byte{0})
 	}

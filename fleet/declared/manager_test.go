@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/fleet"
 	"github.com/kvrouter/kvrouter/internal/dnstest"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -81,13 +82,7 @@ func testConfig() (Config, *prometheus.CounterVec) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, what, cond)
 }
 
 func startManager(t *testing.T, cfg Config, static []Spec, dnsSpecs []DNSSpec, reg *fleet.Registry) {
@@ -209,5 +204,44 @@ func TestDNSARecords(t *testing.T) {
 	specs, err := d.Resolve(context.Background(), res)
 	if err != nil || len(specs) != 1 || specs[0].URL != "http://127.0.0.1:"+p {
 		t.Fatalf("Resolve = %+v, %v", specs, err)
+	}
+}
+
+// TestDisaggRoleFromServerInfo: an engine declared without a role takes
+// the one its own server information gives (SGLang's disaggregation mode
+// and bootstrap port); a declared role wins over it.
+func TestDisaggRoleFromServerInfo(t *testing.T) {
+	// sglang serves a fake engine's routes plus SGLang's server
+	// information.
+	sglang := func() *httptest.Server {
+		sg := http.NewServeMux()
+		sg.Handle("/", newFakeEngine(t, "M").Config.Handler)
+		sg.HandleFunc("GET /server_info", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"disaggregation_mode":"prefill","disaggregation_bootstrap_port":8998,"tp_size":1}`)
+		})
+		s := httptest.NewServer(sg)
+		t.Cleanup(s.Close)
+		return s
+	}
+	e, declared := sglang(), sglang()
+	plain := newFakeEngine(t, "M") // no server information: aggregated
+	reg := fleet.NewRegistry(time.Minute, nil)
+	cfg, _ := testConfig()
+	decl, err := ParseSpec("url=" + declared.URL + ",role=decode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, cfg, []Spec{{URL: e.URL, BlockSize: 16}, {URL: plain.URL, BlockSize: 16}, decl}, nil, reg)
+	waitFor(t, "three engines", func() bool { return len(reg.Workers("M")) == 3 })
+	roles := map[routing.WorkerID]routing.Role{}
+	for _, w := range reg.Workers("M") {
+		roles[w.Worker.ID] = w.Role
+	}
+	if roles[EngineID(e.URL)] != routing.RolePrefill || roles[EngineID(plain.URL)] != routing.RoleAggregated ||
+		roles[EngineID(declared.URL)] != routing.RoleDecode {
+		t.Fatalf("roles %v", roles)
+	}
+	if port, _ := reg.BootstrapPort(EngineID(e.URL)); port != 8998 {
+		t.Fatalf("bootstrap port %d", port)
 	}
 }

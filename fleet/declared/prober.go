@@ -43,6 +43,7 @@ type prober struct {
 	sink Sink
 
 	model       string // resolved model name
+	roleKnown   bool   // the role was declared or read (role.go)
 	incarnation uint64
 	lastStart   float64 // the last scraped process start time
 	lastErr     string  // the last failure logged, to log once per change
@@ -58,6 +59,7 @@ func (p *prober) poll(ctx context.Context) error {
 	if err := p.resolveModel(ctx); err != nil {
 		return err
 	}
+	p.resolveRole(ctx)
 	pages, err := p.scrape(ctx)
 	if err != nil {
 		p.cfg.fail(ReasonMetricsScrape)

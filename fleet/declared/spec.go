@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // ErrSpec is wrapped by every error about a malformed engine declaration;
@@ -50,10 +52,23 @@ type Spec struct {
 	// none.
 	KVBlocks         uint64
 	MaxBatchedTokens uint32
+	// Role is the engine's worker type (role= or type=): aggregated (the
+	// default), prefill or decode.
+	Role routing.Role
+	// BootstrapPort is a prefill engine's KV bootstrap port (SGLang's
+	// --disaggregation-bootstrap-port) on the host of URL; 0: none.
+	BootstrapPort uint32
+	// TransferDomain names the topology domain (rack, zone) within which
+	// the engine exchanges KV caches; empty: none.
+	TransferDomain string
+
+	// roleKey is the key that set Role, to refuse a second one.
+	roleKey string
 }
 
 // ParseSpec parses one --engine value:
-// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,replay-timeout=D,metrics=URL,dp-rank=R,kv-blocks=N,max-batched-tokens=N.
+// url=URL,model=M,block-size=N,kv-events=tcp://h:p,replay=tcp://h:p,replay-timeout=D,metrics=URL,dp-rank=R,kv-blocks=N,
+// max-batched-tokens=N,role=prefill|decode|aggregated (or type=),bootstrap-port=N,transfer-domain=D.
 // Only url is required.
 func ParseSpec(s string) (Spec, error) {
 	sp := Spec{BlockSize: DefaultBlockSize}
@@ -73,7 +88,8 @@ func ParseSpec(s string) (Spec, error) {
 		case "dp-rank":
 			return parseUint(k, v, 0, 1<<10, &sp.DPRank)
 		default:
-			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, replay-timeout, metrics, dp-rank, kv-blocks, max-batched-tokens)", ErrSpec, k)
+			return fmt.Errorf("%w: unknown key %q (known: url, model, block-size, kv-events, replay, replay-timeout, metrics, dp-rank, "+
+				"kv-blocks, max-batched-tokens, role, type, bootstrap-port, transfer-domain)", ErrSpec, k)
 		}
 		return nil
 	})
@@ -107,12 +123,48 @@ func (sp *Spec) setTemplateKey(k, v string) (bool, error) {
 		}
 		sp.ReplayTimeout = d
 	default:
-		return false, nil
+		return sp.setRoleKey(k, v)
 	}
 	return true, nil
 }
 
+// setRoleKey sets the keys of disaggregated serving a static entry and a
+// DNS template share: the worker type, a prefill engine's bootstrap port
+// and the transfer domain. It reports whether k is one.
+func (sp *Spec) setRoleKey(k, v string) (bool, error) {
+	switch k {
+	case "role", "type":
+		return true, sp.setRole(k, v)
+	case "bootstrap-port":
+		return true, parseUint(k, v, 1, 65535, &sp.BootstrapPort)
+	case "transfer-domain":
+		if v == "" || len(v) > 256 {
+			return true, fmt.Errorf("%w: transfer-domain=%q must be 1..256 bytes", ErrSpec, v)
+		}
+		sp.TransferDomain = v
+		return true, nil
+	}
+	return false, nil
+}
+
+// setRole sets the worker type from role= or type=, which name the same
+// thing (the card's worker_type), so only one of them may be given.
+func (sp *Spec) setRole(k, v string) error {
+	if sp.roleKey != "" {
+		return fmt.Errorf("%w: %s=%q: the worker type is already given by %s", ErrSpec, k, v, sp.roleKey)
+	}
+	r, err := routing.ParseRole(v)
+	if err != nil || v == "" {
+		return fmt.Errorf("%w: %s=%q is not a worker type (known: aggregated, prefill, decode)", ErrSpec, k, v)
+	}
+	sp.Role, sp.roleKey = r, k
+	return nil
+}
+
 func (sp *Spec) validate() error {
+	if sp.BootstrapPort != 0 && sp.Role != routing.RolePrefill {
+		return fmt.Errorf("%w: bootstrap-port is a prefill engine's (set role=prefill)", ErrSpec)
+	}
 	if err := checkHTTPURL("url", sp.URL); err != nil {
 		return err
 	}

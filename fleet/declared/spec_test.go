@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -98,5 +101,46 @@ func TestCardIsStableAndValid(t *testing.T) {
 	}
 	if c3 := e[0].card("M", 11, 5); c3.Checksum == c1.Checksum {
 		t.Fatal("a capacity change must change the checksum")
+	}
+}
+
+// TestParseSpecDisaggRoles: role= (or type=) declares a prefill or decode
+// engine, bootstrap-port a prefill engine's SGLang bootstrap server, and
+// the card carries both; an unknown worker type is a clear error.
+func TestParseSpecDisaggRoles(t *testing.T) {
+	sp, err := ParseSpec("url=http://p:8000,role=prefill,bootstrap-port=8998,transfer-domain=rack-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Role != routing.RolePrefill || sp.BootstrapPort != 8998 || sp.TransferDomain != "rack-1" {
+		t.Fatalf("spec %+v", sp)
+	}
+	e, err := Group([]Spec{sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e[0].card("M", 10, 1)
+	if c.WorkerType != "prefill" || c.BootstrapPort != 8998 || c.TransferDomain != "rack-1" {
+		t.Fatalf("card %+v", c)
+	}
+	if err := wire.ValidateCard(c); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := ParseSpec("url=http://d:8000,type=decode"); d.Role != routing.RoleDecode {
+		t.Fatalf("type=decode: %+v", d)
+	}
+	if agg := e[0].card("M", 10, 1); agg.Checksum == (&Engine{URL: e[0].URL, ID: e[0].ID, Ranks: []Spec{{URL: e[0].URL, BlockSize: 16}}}).card("M", 10, 1).Checksum {
+		t.Fatal("the role must change the card's checksum")
+	}
+	for in, want := range map[string]string{
+		"url=http://h,role=prefil":                   `role="prefil" is not a worker type`,
+		"url=http://h,type=":                         `type="" is not a worker type`,
+		"url=http://h,role=decode,type=decode":       "already given by role",
+		"url=http://h,bootstrap-port=8998":           "bootstrap-port is a prefill engine's",
+		"url=http://h,role=prefill,bootstrap-port=0": `bootstrap-port="0"`,
+	} {
+		if _, err := ParseSpec(in); err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSpec(%q) = %v, want ErrSpec containing %q", in, err, want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -118,7 +119,16 @@ engines:
 		_ = e7.Flush()
 	}
 	waitFor(t, "subscribe violation", func() bool { return v.count(ViolationSubscribe) == 1 })
-	if msg, err := sub.NextMsg(200 * time.Millisecond); err == nil {
+	// The server delivers one client's messages in order: a forged one
+	// that went through would arrive before this one.
+	if err := e7.Publish(kvrpb.SubjectRegister("dc1", 7), []byte("own again")); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("engine 7's own message after the forged ones: %v", err)
+	}
+	if string(msg.Data) != "own again" {
 		t.Fatalf("a forged message went through on %s", msg.Subject)
 	}
 
@@ -178,13 +188,7 @@ func dial(t *testing.T, url string, a ClientAuth) *nats.Conn {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, what, cond)
 }
 
 func TestUsersFileErrors(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/index"
@@ -58,7 +57,6 @@ func TestInteropLibzmq(t *testing.T) {
 	go func() { _ = sub.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitFor(t, "connect", func() bool { return sub.Stats().Connects > 0 })
-	time.Sleep(200 * time.Millisecond) // the subscription reaches libzmq's PUB
 	_, _ = io.WriteString(stdin, "go\n")
 	waitFor(t, "all blocks", func() bool { return depth(idx, n) == n })
 	if st := sub.Stats(); st.Gaps != 1 || st.Rejected != 0 {

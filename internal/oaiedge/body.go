@@ -1,7 +1,6 @@
 package oaiedge
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -22,19 +21,6 @@ type BodyReader struct {
 	// Budget, when set, bounds the body bytes the whole process holds
 	// (budget.go); a body it cannot take is ErrBodyBudget.
 	Budget *BodyBudget
-}
-
-// Read is ReadHeld for a caller that keeps the body no longer than it
-// runs the request: the hold is released when the request's context ends
-// (when the handler returns, or the client goes away). The release runs
-// on a goroutine of its own (context.AfterFunc), one per request, so the
-// edges use ReadHeld and release the hold when the handler returns.
-func (br BodyReader) Read(w http.ResponseWriter, r *http.Request, alloc func(n int) []byte) ([]byte, error) {
-	body, hold, err := br.ReadHeld(w, r, alloc)
-	if err == nil && hold.b != nil {
-		context.AfterFunc(r.Context(), hold.Release)
-	}
-	return body, err
 }
 
 // ReadHeld reads r's body. A body of declared length is read into
@@ -125,12 +111,9 @@ func readGrowing(rd io.Reader, limit int64, budget *BodyBudget, hold *BodyHold) 
 }
 
 // refuseBudget readies the answer to ErrBodyBudget: the connection
-// closed, since the unread body is not worth draining, and the
-// Retry-After of its class in budgetRows, which the edge's answer
-// (Class.Answer) sets again, so that the refusal's headers are complete
-// from the moment ReadHeld returns.
+// closed, since the unread body is not worth draining. Its Retry-After is
+// its class's in budgetRows, which the edge's answer (Class.Answer) sets.
 func refuseBudget(w http.ResponseWriter) error {
-	budgetRows[0].setRetryAfter(w, ErrBodyBudget)
 	w.Header().Set("Connection", "close")
 	return ErrBodyBudget
 }

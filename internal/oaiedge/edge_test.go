@@ -157,7 +157,8 @@ func TestBodyReader(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			var allocated int
-			got, err := br.Read(rec, req, func(n int) []byte { allocated = n; return make([]byte, n) })
+			got, hold, err := br.ReadHeld(rec, req, func(n int) []byte { allocated = n; return make([]byte, n) })
+			hold.Release()
 			if !errors.Is(err, tc.want) || tc.want == nil && string(got) != tc.body {
 				t.Fatalf("read %q, %v; want %v", got, err, tc.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/internal/telemetry/otlptest"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -190,12 +192,11 @@ func TestExportErrorsAreLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	emit(tr.Provider, "lost")
-	start := time.Now()
 	_ = tr.Shutdown()
-	for !strings.Contains(buf.String(), "spans not exported") {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("no export error logged; log:\n%s", buf.String())
+	waittest.UntilNil(t, 10*time.Second, "the export error is logged", func() error {
+		if out := buf.String(); !strings.Contains(out, "spans not exported") {
+			return fmt.Errorf("log:\n%s", out)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

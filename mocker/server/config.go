@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
 )
 
@@ -48,6 +49,10 @@ const (
 	// DefaultReplayBufferSteps is how many batches the replay socket keeps,
 	// vLLM's buffer_steps default.
 	DefaultReplayBufferSteps = 10000
+	// DefaultBootstrapTimeout is SGLang's bootstrap timeout order of
+	// magnitude: far longer than any prefill, short enough that a decode
+	// request whose prefill never came fails while its client waits.
+	DefaultBootstrapTimeout = 30 * time.Second
 )
 
 // Event protocols of Config.Protocol.
@@ -108,6 +113,21 @@ type Config struct {
 	KVEventsTopic    string `koanf:"kv_events_topic"`
 	// ReplayBufferSteps bounds the batches kept for replay per rank.
 	ReplayBufferSteps int `koanf:"replay_buffer_steps"`
+	// Role is the engine's part in disaggregated serving, its card's
+	// worker_type: "aggregated" (the default), "prefill" or "decode"; see
+	// handoff.go for how each serves the two hops.
+	Role string `koanf:"role"`
+	// BootstrapPort makes a prefill engine hand off SGLang's way: it
+	// serves its KV bootstrap server on this port of the HTTP listener's
+	// host and declares it in its card. 0: vLLM's way (kv_transfer_params).
+	BootstrapPort int `koanf:"bootstrap_port"`
+	// BootstrapTimeout bounds how long a decode engine waits for the
+	// prefill of its bootstrap room, and how long a prefill engine keeps a
+	// room. Default DefaultBootstrapTimeout.
+	BootstrapTimeout time.Duration `koanf:"bootstrap_timeout"`
+	// TransferDomain is the topology domain declared in the card: routers
+	// pair a prefill engine only with decode engines of its domain.
+	TransferDomain string `koanf:"transfer_domain"`
 	// Clock is the time source; nil means time.Now.
 	Clock Clock `koanf:"-"`
 	// Rand draws the engine id and the incarnation; nil means a generator
@@ -147,6 +167,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.ReplayBufferSteps == 0 {
 		c.ReplayBufferSteps = DefaultReplayBufferSteps
+	}
+	if c.BootstrapTimeout == 0 {
+		c.BootstrapTimeout = DefaultBootstrapTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -193,6 +216,9 @@ func (c *Config) Validate() error {
 	if err := validEndpoint(c.EndpointURL); err != nil {
 		return err
 	}
+	if err := c.validateRole(); err != nil {
+		return err
+	}
 	if err := c.Engine.Validate(); err != nil {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
 	}
@@ -217,4 +243,28 @@ func validEndpoint(s string) error {
 func bindable(ep string, ranks int) bool {
 	_, _, err := rankEndpoint(ep, uint32(max(ranks-1, 0)))
 	return err == nil
+}
+
+// validateRole checks the keys of disaggregated serving.
+func (c *Config) validateRole() error {
+	role, err := routing.ParseRole(c.Role)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: role: %w", ErrConfig, err)
+	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
+		return fmt.Errorf("%w: bootstrap_port must be a port in 1..65535, got %d", ErrConfig, c.BootstrapPort)
+	case c.BootstrapPort != 0 && role != routing.RolePrefill:
+		return fmt.Errorf("%w: bootstrap_port is a prefill engine's (role prefill), not a %s engine's", ErrConfig, role)
+	case c.BootstrapTimeout < 0:
+		return fmt.Errorf("%w: bootstrap_timeout must be positive, got %v", ErrConfig, c.BootstrapTimeout)
+	case len(c.TransferDomain) > wire.MaxModelNameBytes:
+		return fmt.Errorf("%w: transfer_domain must be at most %d bytes", ErrConfig, wire.MaxModelNameBytes)
+	}
+	return nil
+}
+
+// role is the validated Role.
+func (c *Config) role() routing.Role {
+	r, _ := routing.ParseRole(c.Role)
+	return r
 }

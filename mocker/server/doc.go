@@ -55,10 +55,29 @@
 // vllm:num_requests_waiting, vllm:gpu_cache_usage_perc and
 // vllm:kv_cache_usage_perc per rank (label engine). There is no card,
 // heartbeat or snapshot. DropBatches makes a rank number and keep its next
-// batches without sending them, and ReopenPublisher closes and rebinds a
-// rank's sockets, so a subscriber sees a gap that a replay repairs;
+// batches without sending them, and ClosePublisher and OpenPublisher close
+// and rebind a rank's sockets, so a subscriber sees a gap that a replay repairs;
 // InterceptReplays delays or swallows replay requests, so a subscriber
 // meets a slow or silent replay socket.
+//
+// # Disaggregated serving
+//
+// Config.Role (aggregated, prefill or decode) is the card's worker_type,
+// and with a BootstrapPort a prefill engine also declares its SGLang
+// bootstrap server in the card and serves it on that port. A request's
+// hand-off fields say which hop it is (handoff.go): vLLM's
+// kv_transfer_params (a prefill engine answers do_remote_decode with the
+// remote engine, one block id per prompt block, host and port; a decode
+// engine given them back receives the prompt's cache), or SGLang's
+// bootstrap host, port and room (the decode hop waits in the prefill
+// engine's bootstrap server until the room's prefill is done,
+// bootstrap.go). The decode hop then pays the KV transfer time of the
+// timing model (mocker.Request.RemotePrefill). A hand-off the engine
+// cannot use (malformed, a block count that does not match the prompt,
+// the other role's hop) is refused with 400; a room whose prefill failed
+// or never came within BootstrapTimeout, with 503. Both hops are the
+// OpenAI request otherwise, and a request without hand-off fields is
+// served whole whatever the role.
 //
 // # Token pacing
 //

@@ -86,9 +86,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, parse pa
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_dp_rank", err.Error())
 		return
 	}
+	out := &output{srv: s, gen: g, created: s.cfg.Clock().Unix()}
+	req := mocker.Request{Tokens: g.tokens, HashSeed: g.seed}
+	end, ok := s.hop(w, r, body, out, &req)
+	if !ok {
+		return
+	}
 	p := newPending(s.nextID(g.chat), g.maxTokens)
-	p.lora, p.salt = g.lora, g.salt
-	req := mocker.Request{ID: p.id, Tokens: g.tokens, HashSeed: g.seed, MaxTokens: g.maxTokens}
+	p.lora, p.salt, out.id = g.lora, g.salt, p.id
+	req.ID, req.MaxTokens = p.id, g.maxTokens
+	defer func() { end(p.read().succeeded()) }()
 	if err := rk.submit(p, req); err != nil {
 		writeSubmitError(w, err)
 		return
@@ -97,12 +104,44 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, parse pa
 	// the request in the engine, as real engines abort it: it stops
 	// generating and frees its KV blocks. After a completion it is a no-op.
 	defer rk.cancel(p)
-	out := &output{srv: s, gen: g, id: p.id, created: s.cfg.Clock().Unix()}
 	if g.stream {
 		out.stream(w, r, p)
 		return
 	}
 	out.respond(w, r, p)
+}
+
+// hop applies a request's hand-off (handoff.go) to its engine request and
+// its answer, and returns what records the hop's end (an SGLang prefill
+// engine's room). It answers the client itself, and reports false, when
+// the hand-off is refused or its cache will not come.
+func (s *Server) hop(w http.ResponseWriter, r *http.Request, body []byte, out *output, req *mocker.Request) (func(bool), bool) {
+	g := out.gen
+	h, err := s.parseHandoff(body, len(g.tokens))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_handoff", err.Error())
+		return nil, false
+	}
+	end := func(bool) {}
+	switch h.kind {
+	case handoffVLLMPrefill:
+		out.transfer = s.transferParams(len(g.tokens))
+	case handoffSGLangPrefill:
+		// An SGLang prefill engine computes the prompt and one token,
+		// whatever output length the request names.
+		g.maxTokens = 1
+		s.rooms.get(h.room)
+		end = func(ok bool) { s.rooms.end(h.room, ok) }
+	case handoffSGLangDecode:
+		if err := s.awaitRoom(r.Context(), h); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "bootstrap_failed", err.Error())
+			return nil, false
+		}
+		req.RemotePrefill = true
+	case handoffVLLMDecode:
+		req.RemotePrefill = true
+	}
+	return end, true
 }
 
 // writeSubmitError maps engine refusals to HTTP statuses.

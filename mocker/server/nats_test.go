@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
@@ -55,22 +56,28 @@ func (m cacheModel) apply(events []routing.Event) {
 	}
 }
 
-// drainBatches decodes every batch pending on sub (waiting quiet for a
-// while) and returns their events.
-func drainBatches(t *testing.T, sub *nats.Subscription, w routing.Worker, inc uint64) []routing.Event {
+// drainBatches decodes the batches on sub up to the one that carries
+// event last (the engine's last event id, once its requests ended) and
+// returns their events.
+func drainBatches(t *testing.T, sub *nats.Subscription, w routing.Worker, inc, last uint64) []routing.Event {
 	t.Helper()
 	var out []routing.Event
-	for {
-		m, err := sub.NextMsg(200 * time.Millisecond)
-		if err != nil {
-			return out
-		}
-		gw, gotInc, events, err := wire.DecodeBatch(m.Data)
+	for len(out) == 0 || out[len(out)-1].ID < last {
+		gw, gotInc, events, err := wire.DecodeBatch(next(t, sub).Data)
 		if err != nil || gw != w || gotInc != inc {
 			t.Fatalf("batch: %v worker %v incarnation %d", err, gw, gotInc)
 		}
 		out = append(out, events...)
 	}
+	return out
+}
+
+// lastEventID is the id of the last event rank 0 published (or dropped):
+// the engine publishes a step's events before the step ends requests,
+// so once a request was answered, its events are out.
+func (h *harness) lastEventID() uint64 {
+	_, last := h.srv.ranks[0].load()
+	return last
 }
 
 func TestEventsAndSnapshot(t *testing.T) {
@@ -82,7 +89,7 @@ func TestEventsAndSnapshot(t *testing.T) {
 		h.complete(tokenRange(200*i, 6*testBlock+1), "")
 	}
 	w := routing.Worker{ID: 42}
-	events := drainBatches(t, kv, w, h.srv.Incarnation())
+	events := drainBatches(t, kv, w, h.srv.Incarnation(), h.lastEventID())
 	removed := false
 	for i, e := range events {
 		if e.ID != uint64(i+1) {
@@ -172,7 +179,7 @@ func TestDroppedBatchMakesGap(t *testing.T) {
 	}
 	h.complete(tokenRange(0, 2*testBlock+1), "")
 	h.complete(tokenRange(500, 2*testBlock+1), "")
-	events := drainBatches(t, kv, routing.Worker{ID: 42}, h.srv.Incarnation())
+	events := drainBatches(t, kv, routing.Worker{ID: 42}, h.srv.Incarnation(), h.lastEventID())
 	if len(events) == 0 || events[0].ID == 1 {
 		t.Fatalf("events %+v: the first batch should have been dropped", events)
 	}
@@ -219,15 +226,29 @@ func TestCardHeartbeatDeregister(t *testing.T) {
 	}
 
 	h.srv.PauseHeartbeats(true)
-	time.Sleep(30 * time.Millisecond) // let a beat already in flight arrive
+	// Every beat published before the pause is in hb's queue once both
+	// connections flushed: the server forwards a client's messages before
+	// answering its flush, and the observer reads them before the answer
+	// to its own. One more may come: the heartbeat loop publishes one
+	// beat at a time, and the one whose pause check ran before the pause
+	// is published after it.
+	for _, nc := range []*nats.Conn{h.srv.nc, h.obs} {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for {
 		if _, err := hb.NextMsg(0); err != nil {
 			break
 		}
 	}
-	if m, err := hb.NextMsg(100 * time.Millisecond); err == nil {
-		t.Fatalf("heartbeat while paused: %d bytes", len(m.Data))
-	}
+	// The window is ten heartbeat intervals, in which a running engine
+	// publishes ten beats; the resumed engine's beat below is the
+	// positive control.
+	waittest.Holds(t, 10*testConfig().HeartbeatInterval, "at most the one beat in flight at the pause", func() bool {
+		n, _, _ := hb.Pending()
+		return n <= 1
+	})
 	h.srv.PauseHeartbeats(false)
 	next(t, hb)
 
@@ -279,7 +300,7 @@ func TestStopAbortsRequestsInFlight(t *testing.T) {
 // TestRunWithHandler runs the engine without Serve: the caller serves
 // Handler itself and must name the endpoint.
 func TestRunWithHandler(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreAnyFunction(zmqPubWriter)) })
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
@@ -308,17 +329,14 @@ func TestRunWithHandler(t *testing.T) {
 	go func() { done <- srv.Run(ctx) }()
 	h := &harness{t: t, srv: srv, base: hs.URL}
 	var resp *openai.ChatCompletion
-	for i := 0; ; i++ { // the engine opens asynchronously: 503 until then
+	waittest.UntilNil(t, 10*time.Second, "the engine answers (it opens asynchronously: 503 until then)", func() (err error) {
 		resp, err = h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 			Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("run")}, MaxTokens: openai.Int(3),
 		})
-		if err == nil || i == 100 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err != nil || resp.Choices[0].Message.Content != expectedText(3) || srv.Card().GetEndpointUrl() != cfg.EndpointURL {
-		t.Fatalf("resp %+v err %v card %v", resp, err, srv.Card())
+		return err
+	})
+	if resp.Choices[0].Message.Content != expectedText(3) || srv.Card().GetEndpointUrl() != cfg.EndpointURL {
+		t.Fatalf("resp %+v card %v", resp, srv.Card())
 	}
 	cancel()
 	if err := <-done; err != nil {

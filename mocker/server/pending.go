@@ -92,3 +92,6 @@ func (p *pending) read() progress {
 	defer p.mu.Unlock()
 	return progress{tokens: p.tokens, finished: p.finished, done: p.done, err: p.err}
 }
+
+// succeeded reports a request that finished without error.
+func (pr progress) succeeded() bool { return pr.finished && pr.err == nil }

@@ -23,6 +23,10 @@ func (s *Server) buildCard() *kvrpb.WorkerCard {
 		BlockSize: uint32(e.BlockSize), TotalKvBlocks: uint64(e.NumBlocks),
 		MaxNumBatchedTokens: uint32(e.MaxNumBatchedTokens), Device: kvrpb.DeviceKind_DEVICE_KIND_GPU,
 		EndpointUrl: s.cfg.EndpointURL, Version: kvrpb.Version,
+		BootstrapPort: uint32(s.cfg.BootstrapPort), TransferDomain: s.cfg.TransferDomain,
+	}
+	if r := s.cfg.role(); r != routing.RoleAggregated {
+		c.WorkerType = r.String()
 	}
 	data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	sum := sha256.Sum256(data)

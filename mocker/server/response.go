@@ -24,6 +24,8 @@ type output struct {
 	gen     *generation
 	id      string
 	created int64
+	// transfer is the hand-off a vLLM-style prefill answer carries.
+	transfer json.RawMessage
 }
 
 // usage is the OpenAI usage object; cached tokens are the prefix the
@@ -66,6 +68,8 @@ type message struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   *usage   `json:"usage,omitempty"`
+	// KVTransferParams is a vLLM-style prefill engine's hand-off.
+	KVTransferParams json.RawMessage `json:"kv_transfer_params,omitempty"`
 }
 
 type choice struct {
@@ -139,6 +143,7 @@ func (o *output) respond(w http.ResponseWriter, r *http.Request, p *pending) {
 		reason := o.finishReason()
 		msg := o.envelope(false, o.textChoice(b.String(), &reason, true))
 		msg.Usage = o.usage(&pr.done)
+		msg.KVTransferParams = o.transfer
 		writeJSON(w, http.StatusOK, msg)
 		return
 	}

@@ -43,6 +43,14 @@ type Server struct {
 	// prefixQueried and prefixHit count prompt tokens looked up in the
 	// prefix cache and found there, for vLLM's prefix_cache metrics.
 	prefixQueried, prefixHit atomic.Uint64
+
+	// rooms are a prefill engine's SGLang bootstrap rooms, bootClient the
+	// client a decode engine asks bootstrap servers with, and blockSeq
+	// numbers the block ids a vLLM prefill engine hands off
+	// (handoff.go, bootstrap.go).
+	rooms      *rooms
+	bootClient *http.Client
+	blockSeq   atomic.Uint64
 }
 
 // New builds a server from cfg (completed with defaults and validated) that
@@ -60,7 +68,11 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("%w: nil NATS connection", ErrConfig)
 	}
 	s := &Server{cfg: cfg, nc: nc, incarnation: cfg.Rand.Uint64() | 1,
-		log: log.With("dc", cfg.DC, "worker", strconv.FormatUint(cfg.EngineID, 10))}
+		log:   log.With("dc", cfg.DC, "worker", strconv.FormatUint(cfg.EngineID, 10)),
+		rooms: newRooms(cfg.BootstrapTimeout, cfg.Clock),
+		// Bootstrap servers are the prefill engines of the deployment:
+		// reached directly, never through a proxy.
+		bootClient: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}}
 	for i := range cfg.DPSize {
 		r, err := newRank(s, uint32(i))
 		if err != nil {
@@ -241,16 +253,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	subs, err := s.open()
+	bl, err := s.listenBootstrap(ln)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
+	subs, err := s.open()
+	if err != nil {
+		_ = ln.Close()
+		if bl != nil {
+			_ = bl.Close()
+		}
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer s.bootClient.CloseIdleConnections()
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Go(func() { s.loop(ctx, subs) })
+	if bl != nil {
+		wg.Go(func() { s.serveBootstrap(ctx, bl) })
+	}
 	wg.Go(func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			httpErr = fmt.Errorf("serve http: %w", err)

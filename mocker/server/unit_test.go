@@ -25,6 +25,9 @@ func TestConfigValidate(t *testing.T) {
 		{"protocol", func(c *Config) { c.Protocol = "sglang" }, "protocol"},
 		{"kv events endpoint", func(c *Config) { c.Protocol = ProtocolVLLM; c.KVEventsEndpoint = "ipc:///tmp/x" }, "kv_events_endpoint"},
 		{"replay endpoint", func(c *Config) { c.Protocol = ProtocolVLLM; c.ReplayEndpoint = "tcp://127.0.0.1" }, "replay_endpoint"},
+		{"unknown role", func(c *Config) { c.Role = "prefil" }, "role"},
+		{"bootstrap port of a decode engine", func(c *Config) { c.Role, c.BootstrapPort = "decode", 8998 }, "bootstrap_port"},
+		{"bootstrap port range", func(c *Config) { c.Role, c.BootstrapPort = "prefill", 70000 }, "bootstrap_port"},
 		{"replay port past the last rank", func(c *Config) {
 			c.Protocol, c.DPSize, c.ReplayEndpoint = ProtocolVLLM, 2, "tcp://127.0.0.1:65535"
 		}, "replay_endpoint"},

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -66,18 +65,35 @@ func (s *Server) KVEventsEndpoints(rank uint32) (pub, replay string, err error) 
 	return pub, replay, nil
 }
 
-// ReopenPublisher closes rank's vLLM-wire sockets, waits pause (batches
-// of that time are numbered and kept for replay but reach nobody) and
-// binds them again on the same addresses, as a publisher that lost its
-// subscribers would look. It is a test hook.
-func (s *Server) ReopenPublisher(rank uint32, pause time.Duration) error {
-	if !s.vllm() || int(rank) >= len(s.ranks) {
-		return fmt.Errorf("%w: no vllm publisher for rank %d", ErrConfig, rank)
+// ClosePublisher closes rank's vLLM-wire sockets: until OpenPublisher
+// binds them again on the same addresses, batches are numbered and kept
+// for replay but reach nobody, as a publisher that lost its subscribers
+// would look. It is a test hook.
+func (s *Server) ClosePublisher(rank uint32) error {
+	p, err := s.vllmPublisher(rank)
+	if err != nil {
+		return err
 	}
-	p := s.ranks[rank].vpub
 	p.close()
-	time.Sleep(pause)
+	return nil
+}
+
+// OpenPublisher binds rank's vLLM-wire sockets again after
+// ClosePublisher. It is a test hook.
+func (s *Server) OpenPublisher(rank uint32) error {
+	p, err := s.vllmPublisher(rank)
+	if err != nil {
+		return err
+	}
 	return p.open()
+}
+
+// vllmPublisher is rank's vLLM-wire publisher.
+func (s *Server) vllmPublisher(rank uint32) (*vllmPub, error) {
+	if !s.vllm() || int(rank) >= len(s.ranks) {
+		return nil, fmt.Errorf("%w: no vllm publisher for rank %d", ErrConfig, rank)
+	}
+	return s.ranks[rank].vpub, nil
 }
 
 // InterceptReplays has rank's replay socket call fn with the first

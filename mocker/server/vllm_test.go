@@ -17,6 +17,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/goleak"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
@@ -57,13 +58,24 @@ func startVLLM(t *testing.T, mutate func(*Config)) *vllmHarness {
 		}
 	})
 	h := &vllmHarness{srv: srv, base: "http://" + ln.Addr().String()}
-	for range 200 {
-		if code, _ := h.get(t, "/health"); code == 200 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the engine is healthy", func() bool {
+		code, _ := h.get(t, "/health")
+		return code == 200
+	})
 	return h
+}
+
+// subscriptions returns the topics rank 0's PUB socket has subscribers
+// for: a SUB socket's subscription reaches the publisher some time after
+// it connects, and what is published before that is lost to it.
+func (h *vllmHarness) subscriptions() []string {
+	p := h.srv.ranks[0].vpub
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pub == nil {
+		return nil
+	}
+	return p.pub.(zmq4.Topics).Topics()
 }
 
 func (h *vllmHarness) get(t *testing.T, path string) (int, string) {
@@ -115,7 +127,9 @@ func TestVLLMModeWire(t *testing.T) {
 	if err := sub.Dial(pub); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the subscription reaches the publisher
+	waittest.Until(t, 10*time.Second, "the subscription reached the publisher", func() bool {
+		return len(h.subscriptions()) > 0
+	})
 	h.complete(t, tokenRange(0, 3*testBlock+5))
 	msg, err := sub.Recv()
 	if err != nil {

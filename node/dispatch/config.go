@@ -136,6 +136,12 @@ type Config struct {
 	Now func() time.Time
 	// Queue configures the admission queue (queue.go); off by default.
 	Queue QueueConfig
+	// DecodeFallback serves a model's requests whole on its decode engines
+	// (and aggregated ones) when it has no prefill engine left (none
+	// registered, or every one unreachable), as the reference router does
+	// once its prefill workers are gone (decode_fallback). Off, such a
+	// request gets ErrNoEngine. Default on (DefaultConfig).
+	DecodeFallback bool
 }
 
 // DefaultConfig returns every default: the kv policy, block sizes from the
@@ -152,6 +158,7 @@ func DefaultConfig() Config {
 		ExpireInterval:  DefaultExpireInterval,
 		SuspectTimeout:  DefaultSuspectTimeout,
 		Now:             time.Now,
+		DecodeFallback:  true,
 	}
 }
 

@@ -29,10 +29,7 @@ func (d *Dispatcher) decide(ctx context.Context, sc *policy.Scratch, q *policy.Q
 		return nil, mapPolicyError(err)
 	}
 	d.obs.decisions.decided(q.Model, sc.Candidates(), ch.CachedBlocks)
-	w := ch.Worker
-	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: q.Model}
-	d.gauges(w).set(&f.b)
-	dec := NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID)).WithOutputTokens(f.onOutput)
+	dec := d.newDecision(ctx, q.Model, b, url)
 	dec.Blocks, dec.CachedBlocks, dec.SessionBound = sc.Blocks(), ch.CachedBlocks, ch.Bound
 	return dec, nil
 }

@@ -17,9 +17,13 @@ import (
 // and the session decisions. Build it with New. See the package
 // documentation for the concurrency contract.
 type Dispatcher struct {
-	cfg      Config
-	engines  Engines
-	core     *policy.Decider
+	cfg     Config
+	engines Engines
+	core    *policy.Decider
+	// pair is the disaggregated decision path (disagg.go), for models
+	// whose ranks have roles; roles pools its scratch.
+	pair     *policy.Disagg
+	roles    sync.Pool
 	bindings Bindings
 	log      *slog.Logger
 	obs      observers
@@ -83,6 +87,10 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 	if d.core, err = policy.NewDecider(d.deciderConfig(), idx); err != nil {
 		return nil, configError("%w", err)
 	}
+	if d.pair, err = policy.NewDisagg(d.deciderConfig(), idx); err != nil {
+		return nil, configError("%w", err)
+	}
+	d.roles.New = func() any { return new(roleScratch) }
 	return d, nil
 }
 
@@ -147,6 +155,7 @@ func (d *Dispatcher) Unbind(ctx context.Context, sessionID string) error {
 func (d *Dispatcher) RemoveEngine(id routing.WorkerID) {
 	for _, r := range d.forgetRanks(id) {
 		d.core.RemoveWorker(r.w)
+		d.pair.RemoveWorker(r.w)
 		d.obs.dropWorker(r.labels, r.inUse)
 	}
 	d.lives.end(id, nil)

@@ -50,6 +50,35 @@
 // Overhead phases (hashing, matching, scheduling, total) and the predicted
 // hit ratio go to the node's metrics, as do the per-rank load gauges.
 //
+// # Disaggregated serving
+//
+// Engines register with a role (routing.Role: aggregated, prefill or
+// decode). A model whose live ranks have roles is served as
+// policy.Layout.Serving says (disagg.go):
+//
+//   - with prefill and decode ranks, in two hops: the Decision's Worker is
+//     the decode engine and its Prefill (PrefillHop) the prefill engine,
+//     chosen by policy.Disagg: the prefill engine by cached prefix and
+//     prefill load, then the decode engine by decode load in its transfer
+//     domain, a session's binding pinning the decode engine only. Each hop
+//     books its own load: PrefillHop.Done ends the prefill hop's (an
+//     unreachable prefill engine becomes a suspect of the prefill stage),
+//     Decision.Done the decode hop's and any prefill hop left unended.
+//     The prefill engine's SGLang bootstrap port, when the Engines
+//     implement Bootstrapper and it has one, says how to hand off;
+//   - with decode ranks and no prefill rank left (none registered, or
+//     every one unreachable), whole on the decode (and aggregated) ranks
+//     with Config.DecodeFallback, else ErrNoEngine; a request whose
+//     prefill hop already failed (Request.PrefillFailed) is never served
+//     whole;
+//   - without decode ranks, whole on the aggregated ranks; prefill ranks
+//     never serve a whole request.
+//
+// A model served by role bypasses the admission queue: a request that
+// finds every prefill or decode engine busy is refused with ErrOverloaded
+// at once. A worker set's advertised selector does not apply to either
+// stage.
+//
 // # Selection without booking
 //
 // Select (select.go) runs the same steps for a caller that sends the
@@ -59,7 +88,10 @@
 // recorded in the approximate or side index, and the session is settled
 // as a successful request's (a new session is bound). A caller that wants
 // the load booked calls Route and ends its Decision itself. Select does
-// not wait in the admission queue.
+// not wait in the admission queue. For a model served by role it decides
+// as Route does (select_disagg.go): a disaggregated Selection carries
+// the prefill engine (Selection.Prefill) beside the decode engine, and
+// both stages settle their choice.
 //
 // # Session affinity
 //
@@ -143,7 +175,8 @@
 //
 // # Refusals
 //
-// The dispatcher does not proxy or retry requests, and does not
+// The dispatcher does not proxy or retry requests (the frontend does
+// both hops of a disaggregated one), and does not
 // feed the exact index (the event plane does). It does not mix block sizes
 // within a model, model engine-side prefill timing, or carry bindings
 // across nodes (policy.MemBindings is local). Nothing here panics on bad input.

@@ -35,6 +35,7 @@ var policyErrors = []struct {
 	{policy.ErrPinnedRankOutOfRange, ErrBadRequest},
 	{policy.ErrNoPinnedWorker, ErrBadRequest},
 	{policy.ErrInvalidRequest, ErrBadRequest},
+	{policy.ErrNoPrefillWorker, ErrNoEngine},
 	{policy.ErrNoCompatibleWorker, ErrNoEngine},
 	{policy.ErrSessionStore, ErrStore},
 }

@@ -27,6 +27,8 @@ type fakeEngines struct {
 	loads   map[routing.Worker]routing.Load
 	// urls overrides the endpoints of some engines.
 	urls map[routing.WorkerID]string
+	// ports are the prefill engines' bootstrap ports.
+	ports map[routing.WorkerID]uint32
 }
 
 type fakeEngine struct {
@@ -34,6 +36,7 @@ type fakeEngine struct {
 	dp        int
 	blockSize int
 	live      bool
+	role      routing.Role
 }
 
 var _ Engines = (*fakeEngines)(nil)
@@ -51,6 +54,22 @@ func (f *fakeEngines) add(id routing.WorkerID, model string, dp, blockSize int) 
 	f.engines[id] = &fakeEngine{model: model, dp: dp, blockSize: blockSize, live: true}
 	f.known[model] = true
 	f.rebuild()
+}
+
+// setRole gives an engine a role in disaggregated serving.
+func (f *fakeEngines) setRole(id routing.WorkerID, role routing.Role) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.engines[id].role = role
+	f.rebuild()
+}
+
+// BootstrapPort implements Bootstrapper.
+func (f *fakeEngines) BootstrapPort(id routing.WorkerID) (uint32, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.engines[id]
+	return f.ports[id], ok
 }
 
 // setLive marks an engine live or not (registered but silent).
@@ -92,7 +111,7 @@ func (f *fakeEngines) rebuild() {
 		for r := range e.dp {
 			f.ranks[e.model] = append(f.ranks[e.model], routing.WorkerInfo{
 				Worker: routing.Worker{ID: id, Rank: uint32(r)}, Model: e.model, BlockSize: e.blockSize,
-				TotalBlocks: 4096, MaxBatchedTokens: 8192})
+				TotalBlocks: 4096, MaxBatchedTokens: 8192, Role: e.role})
 		}
 	}
 }

@@ -174,6 +174,9 @@ func (d *Dispatcher) prepare(sc *policy.Scratch, r *Request, q *policy.Query, ph
 	if !known {
 		return fmt.Errorf("%w: %q", ErrModelNotFound, r.Model)
 	}
+	if policy.HasRoles(ranks) {
+		return errByRole
+	}
 	q.Ranks = ranks
 	if err := d.core.Candidates(sc, q, ph.start); err != nil {
 		return mapPolicyError(err)

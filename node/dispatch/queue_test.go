@@ -3,9 +3,11 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/routing/policy"
 	"github.com/kvrouter/kvrouter/routing/policyclass"
 	"github.com/kvrouter/kvrouter/routing/queue"
@@ -42,19 +44,15 @@ type result struct {
 // waitQueued waits until the model's queue holds n requests.
 func (f *fixture) waitQueued(n int) {
 	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if mq := f.d.queues.get("m"); mq != nil {
-			mq.mu.Lock()
-			l := mq.q.Len()
-			mq.mu.Unlock()
-			if l == n {
-				return
-			}
+	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("the queue holds %d requests", n), func() bool {
+		mq := f.d.queues.get("m")
+		if mq == nil {
+			return false
 		}
-		time.Sleep(time.Millisecond)
-	}
-	f.t.Fatalf("queue never held %d requests", n)
+		mq.mu.Lock()
+		defer mq.mu.Unlock()
+		return mq.q.Len() == n
+	})
 }
 
 func TestQueueHoldsUntilCapacityFrees(t *testing.T) {
@@ -62,10 +60,12 @@ func TestQueueHoldsUntilCapacityFrees(t *testing.T) {
 	first := f.route(f.req(prompt(1, 64)))
 	waiting := f.routeAsync(t0ctx, f.req(prompt(500, 64)))
 	f.waitQueued(1)
+	// The waiting request re-checks for capacity every Poll (1 ms here):
+	// 20 polls without a route, then a route once capacity frees.
 	select {
 	case r := <-waiting:
 		t.Fatalf("routed while the only engine was busy: %v", r.err)
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(20 * f.d.queues.cfg.Poll):
 	}
 	first.OnFirstToken()
 	r := <-waiting

@@ -28,9 +28,10 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	} else {
 		dec, err = d.attempt(ctx, sc, r, &q, &ph)
 	}
-	if errors.Is(err, errEngineGone) {
+	if errors.Is(err, errEngineGone) || errors.Is(err, errByRole) {
 		// The chosen engine left the registry between the candidate list
-		// and the booking; the next attempt reads the registry again.
+		// and the booking, or the queue found a model served by role; the
+		// next attempt reads the registry again.
 		dec, err = d.attempt(ctx, sc, r, &q, &ph)
 	}
 	if err != nil {
@@ -61,20 +62,10 @@ func (d *Dispatcher) attempt(ctx context.Context, sc *policy.Scratch, r *Request
 	if !known {
 		return nil, fmt.Errorf("%w: %q", ErrModelNotFound, r.Model)
 	}
-	q.Ranks = ranks
-	if err := d.core.Candidates(sc, q, ph.start); err != nil {
-		return nil, mapPolicyError(err)
+	if policy.HasRoles(ranks) {
+		return d.routeByRole(ctx, sc, r, q, ph, ranks)
 	}
-	if err := hash(sc, r); err != nil {
-		return nil, err
-	}
-	if err := d.trackHash(sc, r); err != nil {
-		return nil, err
-	}
-	ph.hashed = d.cfg.Now()
-	d.core.Match(sc)
-	ph.matched = d.cfg.Now()
-	return d.decide(ctx, sc, q)
+	return d.attemptOn(ctx, sc, r, q, ph, ranks)
 }
 
 // validate checks the request at the boundary.

@@ -27,6 +27,11 @@ type Selection struct {
 	Reason string
 	// Candidates are the ranks compared, sorted by worker.
 	Candidates []CandidateCost
+	// Prefill, when set, makes the selection disaggregated: Worker is the
+	// decode engine, Prefill the prefill engine (select_disagg.go), and
+	// Blocks, CachedBlocks, Reason and Candidates describe the prefill
+	// stage's choice. Nil for an aggregated selection.
+	Prefill *SelectedPrefill
 }
 
 // ReasonSession is Selection.Reason when a session binding chose the
@@ -83,9 +88,16 @@ func (d *Dispatcher) Select(ctx context.Context, r *Request) (*Selection, error)
 
 // selectOnce is one pass of Select, as attempt is of Route.
 func (d *Dispatcher) selectOnce(ctx context.Context, sc *policy.Scratch, r *Request, q *policy.Query, ph *phases) (*Selection, error) {
-	if err := d.prepare(sc, r, q, ph); err != nil {
+	if err := d.prepare(sc, r, q, ph); errors.Is(err, errByRole) {
+		return d.selectByRole(ctx, sc, r, q, ph)
+	} else if err != nil {
 		return nil, err
 	}
+	return d.selectPrepared(ctx, sc, q)
+}
+
+// selectPrepared is the choice of selectOnce on prepared candidates.
+func (d *Dispatcher) selectPrepared(ctx context.Context, sc *policy.Scratch, q *policy.Query) (*Selection, error) {
 	ch, err := d.core.Choose(ctx, sc, q)
 	if err != nil {
 		return nil, mapPolicyError(err)

@@ -64,6 +64,11 @@ type Request struct {
 	// OverlapScoreCredit, when set, replaces the KV cost model's device
 	// overlap credit for this request (nvext.agent_hints.overlap_score_credit).
 	OverlapScoreCredit *float64
+	// PrefillFailed marks the second Route of a request whose prefill hop
+	// failed on its engine: a disaggregated model routes it to another
+	// pair, never whole on a decode engine, as the reference router never
+	// retries a dispatched prefill through an aggregated path.
+	PrefillFailed bool
 }
 
 // MaxPriority bounds Priority: a day of arrival credit is already
@@ -90,6 +95,12 @@ type Decision struct {
 	Blocks, CachedBlocks int
 	// SessionBound reports that a session binding decided the engine.
 	SessionBound bool
+	// Prefill, when set, makes the decision disaggregated: Worker is the
+	// decode engine, and Prefill the engine that computes the prompt's KV
+	// cache and hands it off to it (see PrefillHop). Blocks and
+	// CachedBlocks are then the prompt's on the prefill engine. Nil for an
+	// aggregated decision.
+	Prefill *PrefillHop
 
 	onFirstToken func()
 	onOutput     func(n int)
@@ -151,8 +162,12 @@ func (d *Decision) Lost() context.Context {
 }
 
 // Done reports the end of the request; err is nil on success. Later calls
-// do nothing.
+// do nothing. It also ends a prefill hop whose Done was not called, as
+// failed (but never as unreachable: err is the decode hop's).
 func (d *Decision) Done(err error) {
+	if d.Prefill != nil {
+		d.Prefill.abandon(err)
+	}
 	if d.done != nil {
 		d.done(err)
 		d.done = nil

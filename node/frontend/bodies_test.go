@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // TestBodyBudget holds part of the node's body budget with a body that
@@ -22,7 +24,7 @@ func TestBodyBudget(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-	waitFor(t, func() bool { return ts.srv.bodies.Budget.Held() == 1000 })
+	waittest.Until(t, 10*time.Second, "the body budget holds the request's 1000 bytes", func() bool { return ts.srv.bodies.Budget.Held() == 1000 })
 
 	body := `{"model":"m","prompt":"` + strings.Repeat("a", 500) + `"}`
 	resp := post(t, ts, "/v1/completions", body, nil)
@@ -37,24 +39,12 @@ func TestBodyBudget(t *testing.T) {
 	}
 
 	conn.Close()
-	waitFor(t, func() bool { return ts.srv.bodies.Budget.Held() == 0 })
+	waittest.Until(t, 10*time.Second, "the body budget is given back", func() bool { return ts.srv.bodies.Budget.Held() == 0 })
 	body = `{"model":"m","prompt":[1,2,3]}` + strings.Repeat(" ", 500)
 	if resp := post(t, ts, "/v1/completions", body, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the release: status %d", resp.StatusCode)
 	}
-	waitFor(t, func() bool { return ts.srv.bodies.Budget.Held() == 0 })
-}
-
-// waitFor polls cond for up to five seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the body budget is given back", func() bool { return ts.srv.bodies.Budget.Held() == 0 })
 }
 
 // metricValue reads an unlabelled family's value from the server's

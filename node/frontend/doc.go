@@ -45,8 +45,34 @@
 // targets).
 //
 // What is forwarded. The original body, byte for byte: the router owns no
-// request field today, so nothing is added or stripped (engines read
-// kvrouter.token_ids themselves). Upstream headers are Content-Type,
+// field of an aggregated request, so nothing is added or stripped (engines
+// read kvrouter.token_ids themselves). A disaggregated decision
+// (Decision.Prefill set) is served in two hops (handoff.go), whose bodies
+// the router rewrites at their top level and owns the hand-off fields of,
+// over anything the client sent in them:
+//   - vLLM (a prefill engine without a bootstrap port): the prefill hop is
+//     the request with max_tokens 1 (max_completion_tokens too when
+//     given), stream false, no stream_options, min_tokens or
+//     min_completion_tokens, and kv_transfer_params {"do_remote_decode":
+//     true, ...}; its answer's kv_transfer_params go unchanged to the
+//     decode hop, which is the client's request otherwise, and streams to
+//     the client. The hops run one after the other.
+//   - SGLang (a prefill engine that declares its bootstrap port): both hops
+//     are the request with bootstrap_host (the prefill engine's host),
+//     bootstrap_port and bootstrap_room (random, below 2^63, naming the
+//     prefill rank modulo its data-parallel size); the prefill hop is not
+//     streamed. The hops run at once, since the decode engine fetches the
+//     cache through the bootstrap server, but nothing of the decode answer
+//     reaches the client before the prefill hop succeeded.
+//
+// The prefill hop's answer is never the client's. One that fails in
+// transport, with a 5xx or without a hand-off is reported unreachable
+// (the dispatcher leaves its engine out) and the request is routed once
+// more, to another pair and never whole (Request.PrefillFailed); a second
+// failure is a 502, with nothing streamed. A prefill 4xx is the client's
+// error, relayed; a decode engine that refuses the hand-off as invalid
+// (400, 422) is a 502 naming it. X-Kvrouter-Prefill-Worker names the
+// prefill rank beside X-Kvrouter-Worker's decode rank. Upstream headers are Content-Type,
 // Accept, X-Request-Id (the client's, or a generated one, echoed in the
 // response), the trace context, and Authorization: Bearer with
 // Config.EngineAPIKey when one is set; the client's credentials are not
@@ -148,8 +174,13 @@
 // admin routes on a listener of their own.
 //
 // Refusals. The frontend does not tokenize, does not retry on another
-// engine once a request was sent (the body may have been consumed), and
-// does not rewrite bodies.
+// engine once a request was sent (the body may have been consumed; a
+// prefill hop, whose answer no client sees, is the exception), and does
+// not rewrite the bodies of aggregated requests. A vLLM prefill hop that
+// ends the request at once (its one token is an end of sequence, and the
+// engine keeps no cache) is not answered from the prefill engine: the
+// decode hop runs with null kv_transfer_params and computes the prompt
+// itself, as with vLLM's own proxy.
 //
 // Concurrency. A Server is safe for concurrent use; each request is served
 // on its own goroutine by net/http and calls the Router from it, and

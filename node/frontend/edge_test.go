@@ -197,7 +197,7 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine request was not canceled")
 	}
-	_, errs := r.waitDone(t)
+	_, errs := r.waitDone(t, ts)
 	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
 		t.Fatalf("Done errors %v, want one context.Canceled", errs)
 	}
@@ -227,7 +227,7 @@ func TestLostEngineEndsItsRequests(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine request was not canceled")
 	}
-	if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
+	if _, errs := r.waitDone(t, ts); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
 		t.Fatalf("Done errors %v, want one ErrEngineSilent", errs)
 	}
 
@@ -250,7 +250,7 @@ func TestLostEngineEndsItsRequests(t *testing.T) {
 	if _, code := decodeError(t, resp); code != "upstream_error" {
 		t.Fatalf("code %q", code)
 	}
-	if _, errs := r2.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
+	if _, errs := r2.waitDone(t, ts2); len(errs) != 1 || !errors.Is(errs[0], dispatch.ErrEngineSilent) {
 		t.Fatalf("Done errors %v, want one ErrEngineSilent", errs)
 	}
 }
@@ -264,7 +264,7 @@ func TestStalledClientIsCut(t *testing.T) {
 	if _, err := conn.Read(buf); err != nil { // headers arrive, then the client stops reading
 		t.Fatal(err)
 	}
-	_, errs := r.waitDone(t)
+	_, errs := r.waitDone(t, ts)
 	if len(errs) != 1 || errs[0] == nil {
 		t.Fatalf("Done errors %v, want one write error", errs)
 	}
@@ -292,7 +292,7 @@ func TestSlowProgressingStreamSurvives(t *testing.T) {
 	if n := strings.Count(string(data), `"content":"`); n != len(tokens)+1 || !strings.HasSuffix(string(data), "data: [DONE]\n\n") {
 		t.Fatalf("stream cut short: %s", data)
 	}
-	if _, errs := r.waitDone(t); len(errs) != 1 || errs[0] != nil {
+	if _, errs := r.waitDone(t, ts); len(errs) != 1 || errs[0] != nil {
 		t.Fatalf("Done errors %v", errs)
 	}
 }

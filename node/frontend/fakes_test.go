@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -104,19 +107,24 @@ func (f *fakeRouter) lastRequest(t *testing.T) dispatch.Request {
 	return f.reqs[len(f.reqs)-1]
 }
 
-// waitDone waits for a Done call and returns its request id and errors.
-func (f *fakeRouter) waitDone(t *testing.T) (string, []error) {
+// waitDone waits for a Done call, then until ts serves no request (the
+// handler calls Done before it returns, so every Done call of the
+// request, a second wrong one or a rerouted request's, has been made),
+// and returns the request id and its Done errors.
+func (f *fakeRouter) waitDone(t *testing.T, ts *testServer) (string, []error) {
 	t.Helper()
+	var id string
 	select {
-	case id := <-f.doneCh:
-		time.Sleep(20 * time.Millisecond) // a second (wrong) call would land now
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return id, append([]error(nil), f.done[id]...)
-	case <-time.After(5 * time.Second):
+	case id = <-f.doneCh:
+	case <-time.After(10 * time.Second):
 		t.Fatal("Done was not called")
-		return "", nil
 	}
+	waittest.Until(t, 10*time.Second, "the request's handler returned (no request in flight)", func() bool {
+		return testutil.ToFloat64(ts.metrics.Serving.InFlight) == 0
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return id, append([]error(nil), f.done[id]...)
 }
 
 // fakeEngine is an OpenAI-compatible engine answering with fixed tokens,

@@ -36,6 +36,11 @@ type exchange struct {
 	obs    observation
 	// rerouted is set once the request was routed a second time.
 	rerouted bool
+	// sendBody, when set, is the body sent to the decision's engine in
+	// place of the client's: a disaggregated request's decode hop
+	// (handoff.go). pending is a prefill hop running beside it.
+	sendBody *body
+	pending  *concurrentPrefill
 }
 
 // completionHandler serves one of the two proxied endpoints.
@@ -81,9 +86,17 @@ func (x *exchange) serve(ctx context.Context) {
 	}
 	x.model = x.p.Model
 	x.annotate(req)
-	err = x.proxy(ctx)
-	if errors.Is(err, dispatch.ErrEngineUnreachable) {
+	err = x.send(ctx)
+	switch {
+	case errors.Is(err, dispatch.ErrEngineUnreachable):
 		x.dec.Done(err)
+		err = x.reroute(ctx, req)
+	case errors.Is(err, errPrefillFailed):
+		// The prefill hop failed with nothing sent to the client: another
+		// pair serves the request, never a decode engine alone (the
+		// reference does not retry a dispatched prefill aggregated).
+		x.dec.Done(err)
+		req.PrefillFailed = true
 		err = x.reroute(ctx, req)
 	}
 	x.dec.Done(err)
@@ -106,7 +119,9 @@ func (x *exchange) reroute(ctx context.Context, req *dispatch.Request) error {
 	x.span.SetAttributes(attribute.String("kvrouter.rerouted_from", x.dec.Worker.String()))
 	x.dec = dec
 	x.annotate(req)
-	return x.proxy(ctx)
+	x.sendBody.release()
+	x.sendBody = nil
+	return x.send(ctx)
 }
 
 // readBody reads the whole body under MaxBodyBytes, BodyReadTimeout and
@@ -171,7 +186,7 @@ func (x *exchange) annotate(req *dispatch.Request) {
 	d := x.dec
 	if x.s.log.Enabled(context.Background(), slog.LevelDebug) {
 		x.s.log.Debug("routed", "request", x.id, "model", x.model, "worker", d.Worker.String(),
-			"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks)
+			"session", req.SessionID, "cached_blocks", d.CachedBlocks, "blocks", d.Blocks, "prefill_worker", prefillWorker(d))
 	}
 	if !x.span.IsRecording() {
 		return
@@ -183,6 +198,9 @@ func (x *exchange) annotate(req *dispatch.Request) {
 		attribute.Int("kvrouter.cached_blocks", d.CachedBlocks),
 		attribute.Bool("kvrouter.session_bound", d.SessionBound),
 		attribute.Bool("kvrouter.stream", x.p.Stream))
+	if d.Prefill != nil {
+		x.span.SetAttributes(attribute.String("kvrouter.prefill_worker", d.Prefill.Worker.String()))
+	}
 }
 
 // fail answers with err's error class, unless the client is gone.
@@ -220,6 +238,11 @@ func (x *exchange) finish() {
 	// The engine transport may still hold a reader of the body; the
 	// buffer returns to its pool when that is closed too.
 	x.body.release()
+	x.sendBody.release()
+	if p := x.pending; p != nil { // proxy always waits for it; this is the backstop
+		p.cancel()
+		<-p.done
+	}
 	if x.span.IsRecording() {
 		x.span.SetAttributes(attribute.Int("http.response.status_code", x.status))
 		if x.status >= 500 || x.status == StatusClientClosed {
@@ -227,4 +250,13 @@ func (x *exchange) finish() {
 		}
 	}
 	x.span.End()
+}
+
+// prefillWorker names a decision's prefill rank, "" for an aggregated
+// one.
+func prefillWorker(d *dispatch.Decision) string {
+	if d.Prefill == nil {
+		return ""
+	}
+	return d.Prefill.Worker.String()
 }

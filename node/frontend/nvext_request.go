@@ -17,17 +17,6 @@ const (
 	StrictPriorityHeader = "X-Dynamo-Request-Strict-Priority"
 )
 
-// readNVExt reads the body's "nvext" value, as the request's parse found
-// it (oaiedge.Request.NVExt: nil when absent, which is the common case
-// and decodes nothing), and the priority headers into one NVExt.
-func readNVExt(raw []byte, h http.Header) (NVExt, error) {
-	x, err := ParseNVExt(raw)
-	if err != nil {
-		return x, err
-	}
-	return x, x.priorityHeaders(h)
-}
-
 // priorityHeaders fills the priorities the body left unset from the
 // headers, refusing a value the body field would refuse, naming the
 // header.

@@ -115,7 +115,7 @@ func FuzzReadNVExt(f *testing.F) {
 		if err != nil {
 			return
 		}
-		x, err := readNVExt(p.NVExt, nil)
+		x, err := ParseNVExt(p.NVExt)
 		if err != nil {
 			if !errors.Is(err, oaiedge.ErrInvalid) {
 				t.Fatalf("refusal without ErrInvalid: %v", err)

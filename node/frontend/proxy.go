@@ -10,10 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
-	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -32,12 +29,20 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 	// use it to debug affinity and cache placement, and it carries nothing
 	// the client could not learn from latency anyway.
 	x.w.Header().Set(WorkerHeader, x.dec.Worker.String())
+	if x.dec.Prefill != nil {
+		x.w.Header().Set(PrefillWorkerHeader, x.dec.Prefill.Worker.String())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the upstream request on every return path
 	// An engine dropped for silence will not answer: ending the upstream
 	// request frees the client, mid-stream or still waiting.
 	defer context.AfterFunc(x.dec.Lost(), cancel)()
 	resp, err := x.roundTrip(ctx)
+	// A prefill hop running beside this one decides first: until it
+	// succeeded, nothing of the decode answer may reach the client.
+	if perr := x.awaitPrefill(resp, err); perr != nil {
+		return perr
+	}
 	if err != nil {
 		if !x.rerouted && isDialError(err) && x.r.Context().Err() == nil {
 			// Nothing reached the engine and nothing was written to the
@@ -51,6 +56,8 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return x.engineRefusedKey(resp)
+	case x.dec.Prefill != nil && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity):
+		return x.handoffRejected(resp)
 	case resp.StatusCode >= 400:
 		return x.relayError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
@@ -130,7 +137,11 @@ func isDialError(err error) bool {
 // connections an engine closed while they idled. roundTrip replays a
 // request whose write failed.
 func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
-	rd, err := x.body.reader()
+	b := x.body
+	if x.sendBody != nil { // a disaggregated request's decode hop
+		b = x.sendBody
+	}
+	rd, err := b.reader()
 	if err != nil {
 		return nil, err
 	}
@@ -139,23 +150,10 @@ func (x *exchange) upstreamRequest(ctx context.Context) (*http.Request, error) {
 		_ = rd.Close()
 		return nil, err
 	}
-	req.ContentLength = int64(len(x.body.data))
-	req.GetBody = x.body.reader
-	// The keys are canonical already: set directly, they skip Set's
-	// canonicalisation, and the values' slices are shared, read-only.
-	h := req.Header
-	h["Content-Type"] = jsonType
-	h["X-Request-Id"] = []string{x.id}
-	h["Idempotency-Key"] = nil
-	if x.s.engineAuth != "" {
-		h["Authorization"] = []string{x.s.engineAuth}
-	}
-	if x.p.Stream {
-		h["Accept"] = eventStreamType
-	} else {
-		h["Accept"] = jsonType
-	}
-	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
+	req.ContentLength = int64(len(b.data))
+	req.GetBody = b.reader
+	x.engineHeaders(ctx, req.Header, x.p.Stream)
+	req.Header["Idempotency-Key"] = nil
 	return req, nil
 }
 

@@ -45,7 +45,7 @@ func TestChatNonStreaming(t *testing.T) {
 	if req.Text != "system\nbe brief\nuser\nhi\n" || req.Tokens != nil || req.Model != "m" {
 		t.Fatalf("routed %+v", req)
 	}
-	id, errs := r.waitDone(t)
+	id, errs := r.waitDone(t, ts)
 	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 || r.output[id] != 3 {
 		t.Fatalf("done %v first %d output tokens %d (want usage's 3)", errs, r.first[id], r.output[id])
 	}
@@ -85,7 +85,7 @@ func TestChatStreamingWithUsage(t *testing.T) {
 	if text.String() != "Hello, world" || usage != 3 {
 		t.Fatalf("text %q usage %d", text.String(), usage)
 	}
-	id, errs := r.waitDone(t)
+	id, errs := r.waitDone(t, ts)
 	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 || r.output[id] != 3 {
 		t.Fatalf("done %v first %d output tokens %d (want one per content chunk, 3)", errs, r.first[id], r.output[id])
 	}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/kvrouter/kvrouter/internal/waittest"
 )
 
 // incoming is a client's traceparent.
@@ -74,10 +77,7 @@ func TestTraceContextPassedOnWithoutTracing(t *testing.T) {
 // waitSpans waits for n ended spans and returns them by name.
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) map[string]sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for len(rec.Ended()) < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, fmt.Sprintf("%d spans ended", n), func() bool { return len(rec.Ended()) >= n })
 	out := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range rec.Ended() {
 		out[s.Name()] = s

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -60,7 +61,7 @@ func TestEngineErrorStatusPassedOn(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	decodeError(t, resp)
-	if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+	if _, errs := r.waitDone(t, ts); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
 		t.Fatalf("Done errors %v", errs)
 	}
 }
@@ -130,7 +131,7 @@ func TestEngineAPIKey(t *testing.T) {
 			t.Fatalf("error body %+v (%v)", env, err)
 		}
 		_ = resp.Body.Close()
-		if _, errs := r.waitDone(t); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
+		if _, errs := r.waitDone(t, ts); len(errs) != 1 || !errors.Is(errs[0], ErrUpstream) {
 			t.Fatalf("Done errors %v", errs)
 		}
 		e.mu.Lock()
@@ -196,7 +197,7 @@ func TestEngineUnreachable(t *testing.T) {
 		// The first decision learns that its engine was unreachable, and
 		// the request is routed once more; the second failure is the
 		// client's 502.
-		if _, errs := r.waitDone(t); len(errs) != 2 || !errors.Is(errs[0], dispatch.ErrEngineUnreachable) || !errors.Is(errs[1], ErrUpstream) {
+		if _, errs := r.waitDone(t, ts); len(errs) != 2 || !errors.Is(errs[0], dispatch.ErrEngineUnreachable) || !errors.Is(errs[1], ErrUpstream) {
 			t.Fatalf("Done errors %v", errs)
 		}
 		<-r.doneCh // the second decision's Done, of the same request
@@ -230,9 +231,7 @@ func TestGracefulShutdownFinishesStream(t *testing.T) {
 	ts := &testServer{URL: "http://" + ln.Addr().String(), srv: s, client: &http.Client{Transport: tr}}
 	resp := streamRequest(t, context.Background(), ts, streamBody)
 	cancel() // drain while the stream is in flight
-	for !s.draining.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "the server is draining", s.draining.Load)
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ready", nil))
 	if rec.Code != http.StatusServiceUnavailable {
@@ -306,7 +305,7 @@ func TestEngineClosedConnectionsReplayed(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("request %d: status %d", i, resp.StatusCode)
 		}
-		if _, errs := r.waitDone(t); len(errs) != 1 || errs[0] != nil {
+		if _, errs := r.waitDone(t, ts); len(errs) != 1 || errs[0] != nil {
 			t.Fatalf("request %d: Done errors %v", i, errs)
 		}
 		e.CloseClientConnections()

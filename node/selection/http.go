@@ -96,10 +96,13 @@ func (h mirror) release(w http.ResponseWriter, r *http.Request) {
 
 // decode reads the body under the listener's limits into m.
 func (h mirror) decode(w http.ResponseWriter, r *http.Request, m proto.Message) error {
-	data, err := h.body.Read(w, r, nil)
+	data, hold, err := h.body.ReadHeld(w, r, nil)
 	if err != nil {
 		return err
 	}
+	// The message holds copies of what it decodes: the body's share of
+	// the budget is back once it is decoded.
+	defer hold.Release()
 	if err := protojson.Unmarshal(data, m); err != nil {
 		return oaiedge.Invalid("", "body is not a %s in JSON: %v", m.ProtoReflect().Descriptor().Name(), err)
 	}

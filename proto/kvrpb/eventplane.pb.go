@@ -157,6 +157,8 @@ type WorkerCard struct {
 	// the engine's worker set: every admitted engine of a set must carry the
 	// checksum of the set's first valid card. Empty fields take the
 	// defaults "default", "backend", "generate" and "aggregated".
+	// worker_type is "aggregated", "prefill" or "decode"; routers refuse a
+	// card with any other value.
 	Namespace    string `protobuf:"bytes,20,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	Component    string `protobuf:"bytes,21,opt,name=component,proto3" json:"component,omitempty"`
 	EndpointName string `protobuf:"bytes,22,opt,name=endpoint_name,json=endpointName,proto3" json:"endpoint_name,omitempty"`
@@ -171,8 +173,20 @@ type WorkerCard struct {
 	// covers per-engine fields such as endpoint_url. Empty, routers derive
 	// it from model, block_size and router_config.
 	ModelChecksum string `protobuf:"bytes,25,opt,name=model_checksum,json=modelChecksum,proto3" json:"model_checksum,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// bootstrap_port is the port of a prefill engine's KV bootstrap server
+	// (SGLang's --disaggregation-bootstrap-port), on the host of
+	// endpoint_url; 0 when it has none. A prefill engine with one is handed
+	// off SGLang's way (bootstrap host, port and room on both hops, sent
+	// together), one without vLLM's (the prefill answer's
+	// kv_transfer_params passed to the decode hop).
+	BootstrapPort uint32 `protobuf:"varint,26,opt,name=bootstrap_port,json=bootstrapPort,proto3" json:"bootstrap_port,omitempty"`
+	// transfer_domain names the topology domain (rack, zone) within which
+	// the engine can exchange KV caches; empty when it reports none. A
+	// decode engine is chosen in its prefill engine's domain when both
+	// report one.
+	TransferDomain string `protobuf:"bytes,27,opt,name=transfer_domain,json=transferDomain,proto3" json:"transfer_domain,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WorkerCard) Reset() {
@@ -320,6 +334,20 @@ func (x *WorkerCard) GetRouterConfig() map[string]string {
 func (x *WorkerCard) GetModelChecksum() string {
 	if x != nil {
 		return x.ModelChecksum
+	}
+	return ""
+}
+
+func (x *WorkerCard) GetBootstrapPort() uint32 {
+	if x != nil {
+		return x.BootstrapPort
+	}
+	return 0
+}
+
+func (x *WorkerCard) GetTransferDomain() string {
+	if x != nil {
+		return x.TransferDomain
 	}
 	return ""
 }
@@ -1082,7 +1110,7 @@ var File_proto_kvr_v1_eventplane_proto protoreflect.FileDescriptor
 
 const file_proto_kvr_v1_eventplane_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/kvr/v1/eventplane.proto\x12\x06kvr.v1\"\xb0\x05\n" +
+	"\x1dproto/kvr/v1/eventplane.proto\x12\x06kvr.v1\"\x80\x06\n" +
 	"\n" +
 	"WorkerCard\x12\x1b\n" +
 	"\tengine_id\x18\x01 \x01(\x04R\bengineId\x12\x17\n" +
@@ -1104,7 +1132,9 @@ const file_proto_kvr_v1_eventplane_proto_rawDesc = "" +
 	"\vworker_type\x18\x17 \x01(\tR\n" +
 	"workerType\x12I\n" +
 	"\rrouter_config\x18\x18 \x03(\v2$.kvr.v1.WorkerCard.RouterConfigEntryR\frouterConfig\x12%\n" +
-	"\x0emodel_checksum\x18\x19 \x01(\tR\rmodelChecksum\x1a?\n" +
+	"\x0emodel_checksum\x18\x19 \x01(\tR\rmodelChecksum\x12%\n" +
+	"\x0ebootstrap_port\x18\x1a \x01(\rR\rbootstrapPort\x12'\n" +
+	"\x0ftransfer_domain\x18\x1b \x01(\tR\x0etransferDomain\x1a?\n" +
 	"\x11RouterConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaa\x02\n" +

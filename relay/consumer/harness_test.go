@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/producer"
@@ -157,18 +159,14 @@ func newConsumer(t testing.TB, observe func(producer.PoolID, publish.Event, time
 // waitConverged waits until the lane's filter encodes like p's.
 func waitConverged(t testing.TB, l *Lane, p *producer.Producer) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waittest.UntilNil(t, 10*time.Second, fmt.Sprintf("lane %v holds the producer's state", l.Pool()), func() error {
 		want, _ := p.MarshalBinary()
 		got, _ := l.MarshalBinary()
-		if bytes.Equal(got, want) {
-			return
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("lane status %+v", l.Status(time.Now()))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lane %v did not converge: %+v", l.Pool(), l.Status(time.Now()))
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // chain returns n block hashes of one synthetic request.

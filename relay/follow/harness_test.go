@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/kvrouter/kvrouter/consensus"
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/filter"
 	"github.com/kvrouter/kvrouter/relay/producer"
@@ -115,15 +116,17 @@ func (c *cluster) kill(i int) {
 // leader waits for a ready leader among the live nodes.
 func (c *cluster) leader() int {
 	c.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	l := -1
+	waittest.Until(c.t, 10*time.Second, "a live node is a ready leader", func() bool {
 		for i, n := range c.nodes {
 			if !c.down[i] && n.Ready() {
-				return i
+				l = i
+				return true
 			}
 		}
-	}
-	c.t.Fatal("no ready leader within 5s")
-	return -1
+		return false
+	})
+	return l
 }
 
 // traffic applies entries KV-events entries of random stored, removed and
@@ -217,10 +220,10 @@ func (c *cluster) waitMatch(p *producer.Producer) {
 	c.t.Helper()
 	var snap consensus.OwnershipSnapshot
 	f := c.nodes[c.leader()].FSM()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if snap = f.OwnershipSnapshot(); matches(p, snap) {
-			return
+	waittest.UntilNil(c.t, 10*time.Second, "the producer holds the leader's ownership", func() error {
+		if snap = f.OwnershipSnapshot(); !matches(p, snap) {
+			return fmt.Errorf("producer holds %d rows, the leader's FSM %d at index %d", p.Stats().Contributions, snap.Rows(), snap.Index)
 		}
-	}
-	c.t.Fatalf("producer holds %d rows, the leader's FSM %d at index %d", p.Stats().Contributions, snap.Rows(), snap.Index)
+		return nil
+	})
 }

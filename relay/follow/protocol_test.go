@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/relay/producer"
 	"github.com/kvrouter/kvrouter/routing"
@@ -211,7 +214,7 @@ func TestSourceNextEnds(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { _, err := src.Next(ctx); done <- err }()
-			time.Sleep(10 * time.Millisecond)
+			waittest.Until(t, 10*time.Second, "Next is blocked receiving", func() bool { return parkedIn("follow.(*Source).recv(") })
 			tc.end(cancel, src)
 			select {
 			case err := <-done:
@@ -226,6 +229,28 @@ func TestSourceNextEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parkedIn reports whether a goroutine is parked in a select or a channel
+// receive with fn on its stack: the state of a call that waits for
+// something to happen.
+func parkedIn(fn string) bool {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(g, fn) && (strings.Contains(header, "[select") || strings.Contains(header, "[chan receive")) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -191,11 +191,11 @@ func TestAllNodesRefusedIs502(t *testing.T) {
 	}
 }
 
-// settled reads a counter, waiting up to two seconds for it to reach
-// want: a request is counted when its handler returns, which may be just
-// after the client has read the whole answer.
+// settled reads a counter, waiting up to ten seconds (a failure bound)
+// for it to reach want: a request is counted when its handler returns,
+// which may be just after the client has read the whole answer.
 func settled(c prometheus.Counter, want float64) float64 {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for testutil.ToFloat64(c) != want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}

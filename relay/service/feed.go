@@ -17,7 +17,7 @@ import (
 // The stream carries the whole DC, by engine rank; an engine's pool is its
 // model, known from its card. A change of an engine whose card has not
 // arrived yet goes to the only pool when there is one; with several pools
-// it is counted (Unmapped) and dropped, and the next snapshot of the
+// it is counted (kvrouter_relay_unmapped_changes_total) and dropped, and the next snapshot of the
 // stream (a reconnect, or the node's ring overrun) repairs the summary.
 // Removals of unknown engines go to every pool, where removing what a
 // pool does not hold is a counted no-op. A snapshot arrives as a replacing
@@ -91,10 +91,6 @@ func (r *Relay) split(reg *fleet.Registry, changes []producer.Change) map[string
 	}
 	return out
 }
-
-// Unmapped counts stored changes dropped because their engine's pool was
-// unknown.
-func (r *Relay) Unmapped() uint64 { return r.unmapped.Load() }
 
 // loads publishes each pool's load (from the engines' heartbeats) with
 // the summaries' heartbeats, and records the DC's total for the gateway,

@@ -372,7 +372,10 @@ func (r *Relay) buildGateway() error {
 	}
 	r.watchCerts(gw)
 	loc.SetMetrics(gw.Metrics())
-	gw.Metrics().Registry.MustRegister(newLaneCollector(r.cons.Lanes))
+	gw.Metrics().Registry.MustRegister(newLaneCollector(r.cons.Lanes), prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kvrouter_relay_unmapped_changes_total",
+		Help: "Stored-block changes of the DC's ownership stream dropped because their engine's pool was not known yet (its card had not arrived); the stream's next snapshot repairs the summary.",
+	}, func() float64 { return float64(r.unmapped.Load()) }))
 	r.gw = gw
 	r.sec.Register(gw.Metrics().Registerer())
 	return nil

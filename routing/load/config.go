@@ -23,6 +23,11 @@ type Config struct {
 	// load until the request's first output token. Default on. Off, active
 	// prefill is always zero (a disaggregated decode stage does no prefill).
 	TrackPrefillTokens bool
+	// TrackActiveBlocks counts the KV blocks of active requests as decode
+	// load. Default on. Off, every decode-block figure is zero: a
+	// disaggregated prefill stage holds a request's blocks only until it
+	// hands them off, and does no decode (track_active_blocks off).
+	TrackActiveBlocks bool
 	// AssumeKVReuse de-duplicates identical prompt blocks of active requests
 	// on one worker, because the engine's prefix cache shares them. Default
 	// on. Off, every request's blocks count in full (used where blocks are
@@ -52,12 +57,13 @@ type Config struct {
 const DefaultOutputDecay = 1
 
 // DefaultConfig returns the reference router's defaults for the given block
-// size: prefill tracking and KV-reuse de-duplication on, output-block
-// tracking off (with the reference's output decay when it is turned on),
-// expiry after 300 s.
+// size: active-block and prefill tracking and KV-reuse de-duplication on,
+// output-block tracking off (with the reference's output decay when it is
+// turned on), expiry after 300 s.
 func DefaultConfig(blockSize int) Config {
 	return Config{
 		BlockSize:          blockSize,
+		TrackActiveBlocks:  true,
 		TrackPrefillTokens: true,
 		AssumeKVReuse:      true,
 		OutputDecay:        DefaultOutputDecay,

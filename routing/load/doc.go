@@ -20,6 +20,11 @@
 //     expected length (Config.OutputDecay, output.go);
 //   - active requests.
 //
+// Each is a toggle of Config (TrackPrefillTokens, TrackActiveBlocks,
+// AssumeKVReuse), as in the reference router: a disaggregated decode
+// stage tracks no prefill tokens and assumes no reuse, a prefill stage
+// tracks no blocks.
+//
 // Guarantees. Loads never go negative and return to exactly zero once every
 // request is freed; a worker with no active request holds no memory (the
 // tracker keeps one emptied, bounded reference table to hand to the next

@@ -12,7 +12,8 @@ const milli = 1000
 
 // AddOutputTokens records n more generated tokens. A request that generates
 // has finished its prefill, so this also does what PrefillComplete does.
-// With TrackOutputBlocks, the request's output blocks are the ones booked
+// With TrackOutputBlocks (and TrackActiveBlocks), the request's output
+// blocks are the ones booked
 // at Add from its expected length or, once the sequence (prompt plus
 // output) outgrows them, a block per block boundary crossed; their weight
 // then decays towards the expected length (outputMilli). Callers report
@@ -30,7 +31,7 @@ func (t *Tracker) AddOutputTokens(id string, n int) error {
 	}
 	t.completePrefill(a)
 	a.outputTokens += int64(n)
-	if t.cfg.TrackOutputBlocks {
+	if t.cfg.TrackOutputBlocks && t.cfg.TrackActiveBlocks {
 		w := t.outputMilli(a)
 		t.workers[a.worker].outMilli += w - a.outMilli
 		a.outMilli = w

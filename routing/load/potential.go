@@ -26,7 +26,8 @@ type Query struct {
 //   - DecodeBlocks: active decode blocks plus the request's blocks that are
 //     not already active on that worker (all ceil(ISL/BlockSize) of them
 //     when KV reuse is not assumed), and with TrackOutputBlocks the blocks
-//     of its expected output. It includes the request.
+//     of its expected output. It includes the request. With
+//     TrackActiveBlocks off it is zero.
 //   - ActiveRequests: the worker's active requests. It does not include the
 //     request.
 //
@@ -50,8 +51,10 @@ func (t *Tracker) Potential(dst []routing.Load, q Query, matches []routing.Match
 		ws := t.workers[m.Worker]
 		l := ws.load()
 		l.PrefillTokens += t.uncached(isl, int64(m.Device))
-		l.DecodeBlocks += total
-		if t.cfg.AssumeKVReuse {
+		if t.cfg.TrackActiveBlocks {
+			l.DecodeBlocks += total
+		}
+		if t.cfg.TrackActiveBlocks && t.cfg.AssumeKVReuse {
 			l.DecodeBlocks -= ws.activePrefix(q.Hashes)
 		}
 		dst = append(dst, l)

@@ -39,8 +39,17 @@ func TestPotential(t *testing.T) {
 			},
 		},
 		{
+			name: "active blocks not tracked (prefill stage)",
+			cfg:  Config{BlockSize: 16, TrackPrefillTokens: true, AssumeKVReuse: true},
+			isl:  96,
+			want: []routing.Load{
+				{PrefillTokens: 64 + 48, ActiveRequests: 1},
+				{PrefillTokens: 80},
+			},
+		},
+		{
 			name: "prefill not tracked",
-			cfg:  Config{BlockSize: 16, AssumeKVReuse: true},
+			cfg:  Config{BlockSize: 16, TrackActiveBlocks: true, AssumeKVReuse: true},
 			isl:  96,
 			want: []routing.Load{
 				{PrefillTokens: 48, DecodeBlocks: 4 + 3, ActiveRequests: 1},

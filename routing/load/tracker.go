@@ -131,6 +131,18 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 		a.prefillTokens = t.uncached(a.isl, int64(r.CachedBlocks))
 		ws.prefillTokens += a.prefillTokens
 	}
+	t.addBlocks(ws, a, r)
+	ws.activeRequests++
+	t.requests[r.ID] = a
+	return nil
+}
+
+// addBlocks books the request's blocks on its worker, unless blocks are
+// not tracked. Callers hold the lock.
+func (t *Tracker) addBlocks(ws *workerState, a *active, r Request) {
+	if !t.cfg.TrackActiveBlocks {
+		return
+	}
 	total := ceilDiv(a.isl, t.blockSize)
 	if t.cfg.AssumeKVReuse {
 		a.hashes = append(a.hashes, r.Hashes...)
@@ -146,9 +158,6 @@ func (t *Tracker) Add(r Request, now time.Time) error {
 		ws.outMilli += a.outMilli
 	}
 	ws.decodeBlocks += a.decodeBlocks
-	ws.activeRequests++
-	t.requests[r.ID] = a
-	return nil
 }
 
 // newActive returns a record for Add, recycled when one is free. Callers

@@ -120,8 +120,16 @@ func TestLifecycle(t *testing.T) {
 			},
 		},
 		{
+			name: "active blocks not tracked",
+			cfg:  Config{BlockSize: 16, TrackPrefillTokens: true, TrackOutputBlocks: true},
+			steps: []step{
+				{op: "add", req: Request{ID: "a", Worker: w1, Hashes: a, ISLTokens: 64, OutputTokens: 40},
+					want: map[routing.Worker]routing.Load{w1: {PrefillTokens: 64, ActiveRequests: 1}}},
+			},
+		},
+		{
 			name: "prefill tracking off",
-			cfg:  Config{BlockSize: 16, AssumeKVReuse: true},
+			cfg:  Config{BlockSize: 16, TrackActiveBlocks: true, AssumeKVReuse: true},
 			steps: []step{
 				{op: "add", req: Request{ID: "a", Worker: w1, Hashes: a, ISLTokens: 64},
 					want: map[routing.Worker]routing.Load{w1: {DecodeBlocks: 4, ActiveRequests: 1}}},

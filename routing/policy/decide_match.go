@@ -82,7 +82,7 @@ func (d *Decider) project(sc *Scratch) error {
 		c.Load = sc.loads[i]
 		if d.cfg.Reports != nil {
 			if rep, ok := d.cfg.Reports.Load(c.Info.Worker); ok {
-				extra := excess(rep, c.Active)
+				extra := excess(d.cfg.Tracking.mask(rep), c.Active)
 				c.Active, c.Load = add(c.Active, extra), add(c.Load, extra)
 			}
 		}

@@ -43,7 +43,7 @@ func (d *Decider) CurrentLoads(sc *Scratch) {
 		}
 		if d.cfg.Reports != nil {
 			if rep, ok := d.cfg.Reports.Load(c.Info.Worker); ok {
-				c.Active = add(c.Active, excess(rep, c.Active))
+				c.Active = add(c.Active, excess(d.cfg.Tracking.mask(rep), c.Active))
 			}
 		}
 	}

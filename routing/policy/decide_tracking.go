@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/kvrouter/kvrouter/routing/load"
+import (
+	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/load"
+)
 
 // Tracking switches the load tracker's toggles away from the reference
 // defaults. The zero value is the default: active blocks de-duplicated
@@ -14,6 +17,10 @@ type Tracking struct {
 	NoKVReuse bool
 	// NoPrefillTokens books no prefill load (track_prefill_tokens off).
 	NoPrefillTokens bool
+	// NoActiveBlocks books no KV blocks (track_active_blocks off), as for
+	// a disaggregated prefill stage, which hands its blocks off and does
+	// no decode.
+	NoActiveBlocks bool
 	// OutputBlocks adds a block each time a request's output crosses a
 	// block boundary (track_output_blocks), and books the blocks of an
 	// expected output length at routing.
@@ -26,6 +33,7 @@ type Tracking struct {
 
 // apply sets the toggles on a tracker configuration.
 func (t Tracking) apply(c load.Config) load.Config {
+	c.TrackActiveBlocks = !t.NoActiveBlocks
 	c.AssumeKVReuse = !t.NoKVReuse
 	c.TrackPrefillTokens = !t.NoPrefillTokens
 	c.TrackOutputBlocks = t.OutputBlocks
@@ -43,4 +51,15 @@ func (t Tracking) validate() error {
 		return configError("tracking: %w", err)
 	}
 	return nil
+}
+
+// mask zeroes the blocks of an engine-reported load when the trackers
+// book none (a prefill stage): the stage must not count the blocks its
+// engines report either, or the blocks a prefill engine holds only until
+// their hand-off would outweigh the cache it keeps.
+func (t Tracking) mask(l routing.Load) routing.Load {
+	if t.NoActiveBlocks {
+		l.DecodeBlocks = 0
+	}
+	return l
 }

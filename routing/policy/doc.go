@@ -63,6 +63,19 @@
 // which a Booking ends. MemBindings is the in-memory session store of one
 // router.
 //
+// Disaggregated serving. Layout sorts a model's ranks by role and says
+// how the model serves a request: whole on aggregated ranks, or in two
+// hops, prefill then decode, once it has both prefill and decode ranks
+// (with the decode fallback, whole on the decode ranks when no prefill
+// rank is left). Disagg (decide_disagg.go) is the two-hop decision: a
+// prefill stage and a decode stage, each a Decider configured as the
+// reference router configures its prefill and decode routers
+// (PrefillStage: no active blocks, no sessions; DecodeStage: no cache
+// credit, no KV reuse, no prefill tokens), the decode rank chosen in the
+// prefill rank's transfer domain, and session bindings pinning the
+// decode rank only. The node and the simulator run it as they run a
+// Decider.
+//
 // Refusals. The package does no I/O and reads no clock: the Decider takes
 // the time from its caller and its injected clock, and reaches the
 // outside only through the Bindings, LoadReporter and Observer it is

@@ -37,6 +37,11 @@ var (
 	// ErrSessionLimit means a new session would exceed the bound on
 	// session bindings, or a session id is over MaxSessionKeyBytes.
 	ErrSessionLimit = errors.New("policy: session limit")
+	// ErrNoPrefillWorker means a model with decode workers has no prefill
+	// worker left (none registered, or every one unreachable) and may not
+	// be served whole on its decode workers: the request cannot be served
+	// here now.
+	ErrNoPrefillWorker = errors.New("policy: no prefill worker")
 	// ErrSessionStore wraps an unexpected failure of the session store
 	// (Bindings) on the decision path.
 	ErrSessionStore = errors.New("policy: session store failure")

@@ -36,6 +36,13 @@ func ValidateCard(c *kvrpb.WorkerCard) error {
 		return malformed("card %d: device %d", c.EngineId, c.Device)
 	case c.Checksum == "":
 		return malformed("card %d: checksum must be set", c.EngineId)
+	case c.BootstrapPort > 65535:
+		return malformed("card %d: bootstrap_port %d is not a port", c.EngineId, c.BootstrapPort)
+	case len(c.TransferDomain) > MaxModelNameBytes:
+		return malformed("card %d: transfer_domain over %d bytes", c.EngineId, MaxModelNameBytes)
+	}
+	if _, err := routing.ParseRole(c.WorkerType); err != nil {
+		return malformed("card %d: worker_type: %v", c.EngineId, err)
 	}
 	u, err := url.Parse(c.EndpointUrl)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -47,6 +54,7 @@ func ValidateCard(c *kvrpb.WorkerCard) error {
 // Infos expands a card into the routing view of each of its ranks.
 func Infos(c *kvrpb.WorkerCard) []routing.WorkerInfo {
 	out := make([]routing.WorkerInfo, c.DpSize)
+	role, _ := routing.ParseRole(c.WorkerType) // validated: unknown types never reach here
 	for r := range out {
 		out[r] = routing.WorkerInfo{
 			Worker:           routing.Worker{ID: routing.WorkerID(c.EngineId), Rank: uint32(r)},
@@ -55,6 +63,8 @@ func Infos(c *kvrpb.WorkerCard) []routing.WorkerInfo {
 			TotalBlocks:      int(min(c.TotalKvBlocks, 1<<40)),
 			MaxBatchedTokens: int(c.MaxNumBatchedTokens),
 			Device:           routing.DeviceKind(c.Device),
+			Role:             role,
+			TransferDomain:   c.TransferDomain,
 		}
 	}
 	return out

@@ -139,6 +139,13 @@ func TestCard(t *testing.T) {
 	if len(infos) != 2 || infos[1].Worker != (routing.Worker{ID: 7, Rank: 1}) || infos[0].TotalBlocks != 100 {
 		t.Fatalf("infos = %+v", infos)
 	}
+	if infos[0].Role != routing.RoleAggregated {
+		t.Fatalf("a card without worker_type has role %v", infos[0].Role)
+	}
+	c.WorkerType, c.TransferDomain = "decode", "rack-2"
+	if in := Infos(c)[1]; in.Role != routing.RoleDecode || in.TransferDomain != "rack-2" {
+		t.Fatalf("decode card's info %+v", in)
+	}
 	tests := []struct {
 		name   string
 		mutate func(*kvrpb.WorkerCard)
@@ -150,6 +157,8 @@ func TestCard(t *testing.T) {
 		{"capacity", func(c *kvrpb.WorkerCard) { c.TotalKvBlocks = 0 }},
 		{"url", func(c *kvrpb.WorkerCard) { c.EndpointUrl = "ftp://x" }},
 		{"checksum", func(c *kvrpb.WorkerCard) { c.Checksum = "" }},
+		{"worker type", func(c *kvrpb.WorkerCard) { c.WorkerType = "prefil" }},
+		{"bootstrap port", func(c *kvrpb.WorkerCard) { c.BootstrapPort = 70000 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

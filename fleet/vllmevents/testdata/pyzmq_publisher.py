@@ -3,8 +3,9 @@
 python3-msgpack), for the interoperability test.
 
 Usage: pyzmq_publisher.py SECONDS BATCHES SKIP
-Binds a PUB and a ROUTER socket on loopback, prints their endpoints, waits
-for a line on stdin, then publishes BATCHES batches with topic "kv" (each
+Binds a PUB (an XPUB, which also reports subscriptions) and a ROUTER socket
+on loopback, prints their endpoints, waits for a line on stdin and for the
+subscriber's subscription to reach the PUB socket, then publishes BATCHES batches with topic "kv" (each
 storing one block chained on the previous one, hashes above 2**63). The
 batches numbered in SKIP (comma separated) are kept for replay but not
 sent. Replays are served as vLLM serves them until SECONDS have passed.
@@ -18,12 +19,14 @@ import zmq
 seconds, n = float(sys.argv[1]), int(sys.argv[2])
 skip = {int(x) for x in sys.argv[3].split(",") if x}
 ctx = zmq.Context.instance()
-pub = ctx.socket(zmq.PUB)
+pub = ctx.socket(zmq.XPUB)
 pub.bind("tcp://127.0.0.1:*")
 rep = ctx.socket(zmq.ROUTER)
 rep.bind("tcp://127.0.0.1:*")
 print(pub.getsockopt(zmq.LAST_ENDPOINT).decode(), rep.getsockopt(zmq.LAST_ENDPOINT).decode(), flush=True)
 sys.stdin.readline()
+if pub.poll(int(seconds * 1000)):
+    pub.recv()  # the subscription: live batches sent from now on reach the subscriber
 
 END = (-1).to_bytes(8, "big", signed=True)
 buf = []

@@ -1,0 +1,101 @@
+package node_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/freeport"
+	"github.com/kvrouter/kvrouter/mocker/server"
+)
+
+// startDisaggFleet starts a node with prefill engines 1 and 2 and decode
+// engines 3 and 4; with sglang, the prefill engines hand off SGLang's way.
+func startDisaggFleet(t *testing.T, sglang bool) *fleet {
+	t.Helper()
+	f := startFleet(t, 0, nil)
+	for id := uint64(1); id <= 4; id++ {
+		f.serveEngineWith(id, f.listen(), func(c *server.Config) {
+			c.Role = "decode"
+			if id <= 2 {
+				c.Role = "prefill"
+			}
+			if id <= 2 && sglang {
+				addr, err := freeport.Loopback()
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, port, _ := net.SplitHostPort(addr)
+				c.BootstrapPort, _ = strconv.Atoi(port)
+			}
+		})
+	}
+	f.waitEngines(4)
+	return f
+}
+
+// streamPair streams a completion of tokens and returns the decode and
+// prefill engines that served it, failing the test unless the whole
+// answer came.
+func (f *fleet) streamPair(tokens []int) (decode, prefill string) {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": tokens, "max_tokens": 8, "stream": true})
+	resp, err := http.Post(f.base+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for sc.Scan() {
+		done = done || sc.Text() == "data: [DONE]"
+	}
+	if resp.StatusCode != 200 || !done {
+		f.t.Fatalf("status %d, stream complete %v", resp.StatusCode, done)
+	}
+	return resp.Header.Get("X-Kvrouter-Worker"), resp.Header.Get("X-Kvrouter-Prefill-Worker")
+}
+
+// TestDisaggEndToEnd: through a node, every request of a model with
+// prefill and decode engines is served by one of each, over vLLM's
+// hand-off and SGLang's; a prompt sharing a prefix goes to the prefill
+// engine that cached it.
+func TestDisaggEndToEnd(t *testing.T) {
+	for _, sglang := range []bool{false, true} {
+		t.Run("sglang="+strconv.FormatBool(sglang), func(t *testing.T) {
+			f := startDisaggFleet(t, sglang)
+			decode, prefill := f.streamPair(seq(1000, 256))
+			if !strings.HasPrefix(decode, "3/") && !strings.HasPrefix(decode, "4/") {
+				t.Fatalf("decode engine %q", decode)
+			}
+			if !strings.HasPrefix(prefill, "1/") && !strings.HasPrefix(prefill, "2/") {
+				t.Fatalf("prefill engine %q", prefill)
+			}
+			// Prefill and decode engines both publish the prompt's blocks.
+			f.waitStored(2)
+			for range 3 {
+				_, again := f.streamPair(append(seq(1000, 240), seq(90000, 64)...))
+				if again != prefill {
+					t.Fatalf("shared prefix prefilled on %s, want the caching %s", again, prefill)
+				}
+			}
+		})
+	}
+}
+
+// TestDisaggDecodeFallbackEndToEnd: decode engines alone serve whole
+// requests (the decode fallback, on by default).
+func TestDisaggDecodeFallbackEndToEnd(t *testing.T) {
+	f := startFleet(t, 0, nil)
+	f.serveEngineWith(3, f.listen(), func(c *server.Config) { c.Role = "decode" })
+	f.waitEngines(1)
+	decode, prefill := f.streamPair(seq(1, 64))
+	if !strings.HasPrefix(decode, "3/") || prefill != "" {
+		t.Fatalf("served by %q with prefill %q", decode, prefill)
+	}
+}
