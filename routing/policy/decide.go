@@ -91,7 +91,8 @@ func (d *Decider) buildPipeline() error {
 }
 
 // Approx returns the Decider's own approximate index, which approximate
-// mode and text prompts match against.
+// mode matches against (and text prompts too, under the TTL policy; under
+// LRU they have a TTL index of their own, decide_approx.go).
 func (d *Decider) Approx() *index.Approx { return d.approx }
 
 // Query is one request as the decision path sees it.
