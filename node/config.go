@@ -70,6 +70,11 @@ type Config struct {
 	// EngineDNSServer (engine_dns_server) is the host:port of the DNS
 	// server engine_dns asks; empty is the system's resolver.
 	EngineDNSServer string
+	// MinInitialEngines (min_initial_engines) holds the routed endpoints
+	// (503 not_ready, and /ready false) until the fleet first counts this
+	// many live engines, the reference's startup gate (gate.go). Default 0:
+	// serve from the first engine.
+	MinInitialEngines int
 	// Tokenizers (tokenizer) gives models their tokenizer, MODEL=DIR each
 	// (DIR holds tokenizer.json and tokenizer_config.json, or is the path
 	// of a tokenizer.json), so that text prompts are routed by the token
@@ -115,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Cluster.validate(c.NodeID); err != nil {
 		return err
+	}
+	if c.MinInitialEngines < 0 {
+		return fmt.Errorf("%w: min_initial_engines must be >= 0, got %d", ErrConfig, c.MinInitialEngines)
 	}
 	if err := c.parseDeclared(); err != nil {
 		return err

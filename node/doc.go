@@ -13,7 +13,9 @@
 //
 // Without Config.Cluster.RaftAddr the node is alone: it applies KV events
 // to its own index and keeps session bindings in memory, and it is ready
-// (GET /ready) once an engine is registered.
+// (GET /ready) once an engine is registered, or, with MinInitialEngines,
+// once the fleet has first counted that many (gate.go; until then the
+// routed endpoints answer 503).
 //
 // With it the node is a member of its DC's raft cluster (consensus), with
 // the raft log, the replicated tables and snapshots in Pebble under

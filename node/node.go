@@ -208,8 +208,9 @@ func (n *Node) run(ctx context.Context) error {
 	// its registry knows the fleet: before that a bound engine it has not
 	// heard of would look departed, and the binding would move. (A single
 	// node's bindings do not outlive it, so it serves at once.)
+	gate := &engineGate{min: n.cfg.MinInitialEngines, count: n.Engines}
 	ready := func() bool {
-		return cl == nil || (plane.Discovered() && cl.cn.CaughtUp())
+		return (cl == nil || (plane.Discovered() && cl.cn.CaughtUp())) && gate.ready()
 	}
 	n.serving.Store(&ready)
 	if cl != nil {
@@ -285,7 +286,7 @@ func (n *Node) serve(ctx context.Context, disp *dispatch.Dispatcher, reg *fleet.
 		fcfg.ShutdownTimeout = n.cfg.Drain.Timeout
 	}
 	fcfg.Admin.Thresholds = n.thresholdStore(disp)
-	if n.cfg.Cluster.Enabled() {
+	if n.cfg.Cluster.Enabled() || n.cfg.MinInitialEngines > 0 {
 		fcfg.Serving = *n.serving.Load()
 	}
 	shutdownTracing, err := n.tracing(ctx, &fcfg)

@@ -37,6 +37,15 @@ const (
 	TierDevice Tier = iota
 	TierHost
 	TierDisk
+	// TierShared is a KV store shared by the engines of a DC, outside any
+	// one of them: an external pool such as SGLang HiCache's L3 on
+	// Mooncake or LMCache's remote backend, which engines report under the
+	// media EXTERNAL, SHARED, REMOTE or NETWORK. The engine that stored a
+	// block there does not own it alone: every engine whose prompt has the
+	// block can load it (the block's sequence hash already fixes the model,
+	// LoRA, salt and block size), so it counts for all of them as the cost
+	// model's shared-cache hits, not in any engine's own prefix.
+	TierShared
 	// NumTiers is the number of tiers; valid tiers are below it.
 	NumTiers
 )
@@ -50,6 +59,8 @@ func (t Tier) String() string {
 		return "host"
 	case TierDisk:
 		return "disk"
+	case TierShared:
+		return "shared"
 	}
 	return fmt.Sprintf("tier(%d)", uint8(t))
 }
@@ -107,7 +118,8 @@ type WorkerInfo struct {
 // blocks. Device is the depth of the prefix on the device tier; Host is the
 // run of blocks held on host memory that continues right after the device
 // prefix, and Disk the run on disk after that. The three are disjoint, so
-// their credits add.
+// their credits add. The shared tier is no worker's own and is not part
+// of an Overlap (see TierShared).
 type Overlap struct {
 	Device int32
 	Host   int32

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -41,6 +42,11 @@ type Config struct {
 	// NoKVEvents runs the router in approximate mode: it ignores the
 	// engines' KV events and indexes its own decisions with a TTL.
 	NoKVEvents bool
+	// ApproxPolicy is how approximate mode's index forgets, as the node's
+	// router-approximate-cache-policy: index.PolicyTTL (default) or
+	// index.PolicyLRU, which models each engine's cache at its capacity.
+	// LRU needs NoKVEvents.
+	ApproxPolicy index.Policy
 	// PredictTTL enables the router's predict-on-route side index with
 	// this TTL, as the node's router-predicted-ttl does. Default 0 (off),
 	// the node's default.
@@ -51,6 +57,16 @@ type Config struct {
 	AffinityTTL  time.Duration
 	AffinityMode policy.AffinityMode
 	MaxSessions  int
+	// TrackOutputBlocks turns on the router's output-block tracking, as
+	// the node's router-track-output-blocks: after every engine iteration
+	// each running request's generated tokens are reported to its booking,
+	// as a node's frontend reports streamed chunks. OutputHints also gives
+	// each request the trace's output length as its expected length (the
+	// nvext osl hint a client may send), whose output weight then decays
+	// (OutputDecay, nil: load.DefaultOutputDecay).
+	TrackOutputBlocks bool
+	OutputHints       bool
+	OutputDecay       *float64
 	// ReportInterval is the period of the engines' load reports, which the
 	// router adds to its own bookings as a node adds heartbeats. Default
 	// DefaultReportInterval. NoLoadReports turns them off.
@@ -121,6 +137,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: rate_scale must be in (0, 1e6], got %v", ErrConfig, c.RateScale)
 	case c.PredictTTL < 0 || c.AffinityTTL < 0 || c.MaxSessions < 0:
 		return fmt.Errorf("%w: predict_ttl, affinity_ttl and max_sessions must be >= 0", ErrConfig)
+	case c.ApproxPolicy == index.PolicyLRU && !c.NoKVEvents:
+		return fmt.Errorf("%w: approx_policy lru models the caches of approximate mode: it needs no_kv_events", ErrConfig)
+	case c.OutputHints && !c.TrackOutputBlocks:
+		return fmt.Errorf("%w: output_hints book expected output only with track_output_blocks", ErrConfig)
 	case c.ReportInterval < 0:
 		return fmt.Errorf("%w: report_interval must be > 0, got %v", ErrConfig, c.ReportInterval)
 	case c.PrefillEngines < 0 || c.PrefillEngines >= c.Engines:

@@ -73,6 +73,7 @@ func (rp *replay) stepPair(i int, t time.Time, res *mocker.StepResult) error {
 			rp.router.decodeFirstToken(ft.ID, t)
 			rp.trace.firstToken(ft.ID, rp.prompts)
 		}
+		rp.reportOutput(i, t)
 		for _, c := range res.Finished {
 			rp.router.decodeDone(c.ID, t)
 			rp.finishPair(c)
@@ -137,6 +138,9 @@ func (r *router) routePair(id string, p *Prompt, now time.Time) (routed, int, er
 	r.now = now
 	ctx := context.Background()
 	q := policy.Query{ID: id, Ranks: r.infos, ISLTokens: p.InputTokens, SessionKey: p.Session}
+	if r.hints {
+		q.OutputTokens = p.OutputTokens
+	}
 	if err := r.pair.Candidates(ctx, &r.ds, &q, now); err != nil {
 		return routed{}, 0, err
 	}
@@ -181,5 +185,6 @@ func (r *router) decodeDone(id string, now time.Time) {
 		r.now = now
 		b.Decode.Done(context.Background(), policy.Succeeded)
 		delete(r.pairs, id)
+		delete(r.generated, id)
 	}
 }

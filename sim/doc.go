@@ -17,11 +17,16 @@
 // the booking. The request is submitted to the engine. Engines run
 // continuous batching on the virtual clock; their KV events flow back into
 // the index when the iteration that produced them ends, their first tokens
-// and completions end the booking as a node's frontend does, and once per
+// and completions end the booking as a node's frontend does (with
+// Config.TrackOutputBlocks each running request's generated tokens are
+// reported after every iteration, as a node reports streamed chunks, and
+// with Config.OutputHints each request carries its trace output length as
+// its osl hint), and once per
 // Config.ReportInterval the router takes every engine's load report, as a
 // node receives heartbeats. With KV events off the router runs in approximate mode instead:
-// it records its own decisions in a TTL index and never sees the engines'
-// caches. Nothing here copies a decision step: a change to the router's
+// it records its own decisions in a TTL index (or, with
+// Config.ApproxPolicy, an LRU model of each engine's cache at its
+// capacity) and never sees the engines' caches. Nothing here copies a decision step: a change to the router's
 // decisions shows in the simulation.
 //
 // Disaggregated replay. With Config.PrefillEngines the first engines are

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 	"github.com/kvrouter/kvrouter/traces"
 )
@@ -95,12 +96,14 @@ func TestRunIsDeterministic(t *testing.T) {
 
 func TestApproximateModeLearnsFromDecisions(t *testing.T) {
 	reqs := bundled(t, 600)
-	rs, err := Compare(context.Background(), reqs, []string{"kv"}, Config{NoKVEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs[0].HitRatio <= 0 {
-		t.Fatalf("approximate mode found no reuse: %+v", rs[0])
+	for _, p := range []index.Policy{index.PolicyTTL, index.PolicyLRU} {
+		rs, err := Compare(context.Background(), reqs, []string{"kv"}, Config{NoKVEvents: true, ApproxPolicy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0].HitRatio <= 0 {
+			t.Fatalf("approximate mode (%v) found no reuse: %+v", p, rs[0])
+		}
 	}
 }
 
@@ -114,6 +117,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"too many engines", Config{Engines: MaxEngines + 1}, "engines"},
 		{"block size", Config{BlockSize: 48}, "block_size"},
 		{"rate", Config{RateScale: -2}, "rate_scale"},
+		{"lru with kv events", Config{ApproxPolicy: index.PolicyLRU}, "approx_policy"},
+		{"osl hints without output tracking", Config{OutputHints: true}, "output_hints"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,15 +27,21 @@ type router struct {
 	infos    []routing.WorkerInfo
 	slot     map[routing.Worker]int
 	bookings map[string]*policy.Booking
-	sc       policy.Scratch
-	now      time.Time
+	// generated is each booked request's generated tokens reported so
+	// far, with output tracking on; hints gives requests their expected
+	// output length.
+	generated map[string]int
+	hints     bool
+	sc        policy.Scratch
+	now       time.Time
 }
 
 // newRouter builds the decision path the way a router node configures its
 // own, from the simulation's configuration.
 func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, error) {
 	r := &router{infos: infos, slot: make(map[routing.Worker]int, len(infos)),
-		bookings: make(map[string]*policy.Booking), reports: make(reports)}
+		bookings: make(map[string]*policy.Booking), reports: make(reports),
+		generated: make(map[string]int), hints: cfg.OutputHints}
 	for i, in := range infos {
 		r.slot[in.Worker] = i
 	}
@@ -63,9 +69,10 @@ func newRouter(name string, cfg Config, infos []routing.WorkerInfo) (*router, er
 func (r *router) deciderConfig(name string, cfg Config) (policy.DeciderConfig, error) {
 	dc := policy.DeciderConfig{Policy: name, Seed: cfg.Seed, Thresholds: cfg.Thresholds, BlockSize: cfg.BlockSize,
 		Options:         policy.DefaultOptions(nil),
-		ApproximateMode: cfg.NoKVEvents, PredictTTL: cfg.PredictTTL,
+		ApproximateMode: cfg.NoKVEvents, ApproxPolicy: cfg.ApproxPolicy, PredictTTL: cfg.PredictTTL,
 		MaxRequestAge: load.DefaultMaxRequestAge, AffinityMode: cfg.AffinityMode, MaxSessions: cfg.MaxSessions,
-		Now: func() time.Time { return r.now }}
+		Tracking: policy.Tracking{OutputBlocks: cfg.TrackOutputBlocks, OutputDecay: cfg.OutputDecay},
+		Now:      func() time.Time { return r.now }}
 	dc.Options.KV, dc.Options.KVTTFT = *cfg.KV, *cfg.KVTTFT
 	if !cfg.NoLoadReports {
 		dc.Reports = r.reports
@@ -97,6 +104,9 @@ func (r *router) route(id string, p *Prompt, now time.Time) (routed, error) {
 	start := time.Now()
 	r.now = now
 	q := policy.Query{ID: id, Ranks: r.infos, ISLTokens: p.InputTokens, SessionKey: p.Session}
+	if r.hints {
+		q.OutputTokens = p.OutputTokens
+	}
 	if err := r.core.Candidates(&r.sc, &q, now); err != nil {
 		return routed{}, err
 	}
@@ -127,12 +137,29 @@ func (r *router) firstToken(id string, now time.Time) {
 	}
 }
 
+// output reports that a request has generated total tokens at now, as a
+// node's frontend reports streamed chunks: to its booking, or to its
+// decode hop's in a disaggregated replay.
+func (r *router) output(id string, total int, now time.Time) {
+	b := r.bookings[id]
+	if pb := r.pairs[id]; b == nil && pb != nil {
+		b = &pb.Decode
+	}
+	if b == nil || total <= r.generated[id] {
+		return
+	}
+	r.now = now
+	b.OutputTokens(total - r.generated[id])
+	r.generated[id] = total
+}
+
 // done reports a request's completion at now.
 func (r *router) done(id string, now time.Time) {
 	if b := r.bookings[id]; b != nil {
 		r.now = now
 		b.Done(context.Background(), policy.Succeeded)
 		delete(r.bookings, id)
+		delete(r.generated, id)
 	}
 }
 

@@ -22,6 +22,8 @@ var configKeyFlags = map[string]string{
 	"affinity_mode":                "session-affinity-mode",
 	"approximate_mode":             "kv-events",
 	"approx_ttl":                   "router-ttl",
+	"approx_policy":                "router-approximate-cache-policy",
+	"min_initial_engines":          "router-min-initial-workers",
 	"predict_ttl":                  "router-predicted-ttl",
 	"overlap_score_credit":         "kv-overlap-score-credit",
 	"overlap_score_credit_decay":   "kv-overlap-score-credit-decay",

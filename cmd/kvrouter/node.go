@@ -76,7 +76,7 @@ func registerConfigFlag(fs *pflag.FlagSet, path *string) {
 func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 	d := &f.cfg.Dispatch
 	fs.StringVar(&d.Policy, "router-mode", d.Policy, "routing policy (list in docs/configuration.md)\n"+
-		"One of "+strings.Join(policy.Names(), ", ")+".")
+		"One of "+strings.Join(policy.Names(), ", ")+"; or the reference's short names "+policyAliases()+".")
 	addBool(fs, &f.kvEvents, "kv-events", true, "index engine KV events (false: approximate mode)\n"+
 		"In approximate mode the router ignores engine KV events and indexes its own routing decisions.")
 	fs.DurationVar(&d.ApproxTTL, "router-ttl", 0, "approximate mode: how long a routed block stays (0: 120s)")
@@ -92,6 +92,15 @@ func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
 		"Overrides those options; refused together with --load-aware.")
 	addBool(fs, &d.DecodeFallback, "decode-fallback", d.DecodeFallback, "no prefill engine left: serve on decode engines\n"+
 		"Disaggregated serving. Off, such requests get 503; a request whose prefill hop failed is never served whole.")
+}
+
+// policyAliases lists the short policy names with what each stands for.
+func policyAliases() string {
+	var out []string
+	for _, a := range policy.Aliases() {
+		out = append(out, a+" ("+policy.Canonical(a)+")")
+	}
+	return strings.Join(out, ", ")
 }
 
 func (f *nodeFlags) registerObservability(fs *pflag.FlagSet) {

@@ -145,21 +145,14 @@ func TestOtherNamesWorkFromEverySource(t *testing.T) {
 // noEffectValues are values away from the default of each option accepted
 // with no effect; "" marks one that has no such value it accepts.
 var noEffectValues = map[string]string{
-	"router-approximate-cache-policy": "lru",
-	"shared-cache-type":               "hicache",
-	"shared-cache-multiplier":         "0.7",
-	"router-conditional-disagg":       "true",
-	"router-prefill-continue":         "true",
-	"router-replica-sync":             "true",
-	"serve-indexer":                   "true",
-	"use-remote-indexer":              "true",
-	"router-track-active-blocks":      "", // false is refused
-	"router-active-sequence-stride":   "2",
-	"router-min-initial-workers":      "1",
-	"router-event-threads":            "8",
-	"router-prefill-load-model":       "", // aic is refused
-	"router-durable-kv-events":        "true",
-	"router-reset-states":             "true",
+	"router-conditional-disagg": "true",
+	"router-prefill-continue":   "true",
+	"router-replica-sync":       "true",
+	"serve-indexer":             "true",
+	"use-remote-indexer":        "true",
+	"router-event-threads":      "8",
+	"router-durable-kv-events":  "true",
+	"router-reset-states":       "true",
 }
 
 // TestNoEffectOptionLogsOneWarn: an option accepted with no effect logs

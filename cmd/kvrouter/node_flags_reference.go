@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -26,6 +28,7 @@ type referenceFlags struct {
 	assumeKVReuse      bool
 	trackPrefill       bool
 	trackOutput        bool
+	outputDecay        float64
 	trackingHash       string
 	trackingKeyFile    string
 	trackingKeyID      string
@@ -34,7 +37,6 @@ type referenceFlags struct {
 	approxPolicy       string
 	prefillLoadModel   string
 	stride             int
-	minInitialWorkers  int
 	eventThreads       int
 }
 
@@ -71,19 +73,12 @@ func (f *nodeFlags) registerCompat(fs *pflag.FlagSet) {
 // bound to the option it sets.
 func (f *nodeFlags) registerNoEffect(fs *pflag.FlagSet) {
 	r := &f.ref
-	fs.StringVar(&r.approxPolicy, "router-approximate-cache-policy", "ttl", "ttl; lru is accepted and runs as ttl")
-	fs.StringVar(&r.sharedCacheType, "shared-cache-type", "none", "hicache: no shared-cache source feeds it")
-	fs.Float64Var(&r.sharedCacheMult, "shared-cache-multiplier", 0.5, "no shared-cache source feeds the credit")
 	addBool(fs, new(bool), "router-conditional-disagg", false, "disaggregated requests always take both hops")
 	addBool(fs, new(bool), "router-prefill-continue", false, "a prefill engine never finishes a response")
 	addBool(fs, new(bool), "router-replica-sync", false, "raft replicates bindings; load is per node")
 	addBool(fs, new(bool), "serve-indexer", false, "every node keeps its own index, fed by raft")
 	addBool(fs, new(bool), "use-remote-indexer", false, "every node keeps its own index, fed by raft")
-	addBool(fs, &r.trackActiveBlocks, "router-track-active-blocks", true, "always on; false is refused")
-	fs.IntVar(&r.stride, "router-active-sequence-stride", 1, "every prompt block is tracked (stride 1)")
-	fs.IntVar(&r.minInitialWorkers, "router-min-initial-workers", 0, "not enforced: before any engine, requests get 503")
 	fs.IntVar(&r.eventThreads, "router-event-threads", 4, "the index is concurrent without a thread setting")
-	fs.StringVar(&r.prefillLoadModel, "router-prefill-load-model", "none", "none (aic is refused)")
 	addBool(fs, new(bool), "router-durable-kv-events", false, "deprecated by the reference: JetStream-durable KV events")
 	addBool(fs, new(bool), "router-reset-states", false, "deprecated by the reference: purge of JetStream router state")
 }
@@ -98,7 +93,7 @@ var errReference = errors.New("invalid option")
 func (f *nodeFlags) resolveReference(log *slog.Logger) error {
 	r, d := &f.ref, &f.cfg.Dispatch
 	f.resolveDeprecated(log)
-	for _, step := range []func() error{f.resolvePresets, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
+	for _, step := range []func() error{f.resolvePresets, f.resolveApprox, f.resolveTracking, f.resolveTrackingKey, f.resolveAccepted} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -138,25 +133,71 @@ func (f *nodeFlags) resolvePresets() error {
 	return nil
 }
 
+// resolveApprox applies --router-approximate-cache-policy, after the
+// presets (--load-aware turns approximate mode on).
+func (f *nodeFlags) resolveApprox() error {
+	r, d := &f.ref, &f.cfg.Dispatch
+	p, err := index.ParsePolicy(r.approxPolicy)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: --router-approximate-cache-policy %q: want ttl or lru", errReference, r.approxPolicy)
+	case p == index.PolicyLRU && !d.ApproximateMode:
+		return fmt.Errorf("%w: --router-approximate-cache-policy lru models the caches of approximate mode: it needs --kv-events=false", errReference)
+	}
+	d.ApproxPolicy = p
+	return nil
+}
+
 // resolveTracking applies the load tracker's toggles and the shared cache.
 func (f *nodeFlags) resolveTracking() error {
 	r, d := &f.ref, &f.cfg.Dispatch
 	if !r.trackActiveBlocks {
 		return fmt.Errorf("%w: --no-router-track-active-blocks: kvrouter always tracks active blocks (its cost model and busy thresholds need them)", errReference)
 	}
-	d.Tracking = policy.Tracking{NoKVReuse: !r.assumeKVReuse, NoPrefillTokens: !r.trackPrefill, OutputBlocks: r.trackOutput}
-	switch r.sharedCacheType {
-	case "none":
-	case "hicache":
-		d.KV.SharedCacheMultiplier = r.sharedCacheMult
-	default:
-		return fmt.Errorf("%w: --shared-cache-type %q: want none or hicache", errReference, r.sharedCacheType)
+	if !(r.outputDecay >= 0) || math.IsInf(r.outputDecay, 1) {
+		return fmt.Errorf("%w: --output-block-decay %v: must be >= 0 and finite", errReference, r.outputDecay)
 	}
-	if r.stride < 1 {
-		return fmt.Errorf("%w: --router-active-sequence-stride %d: must be >= 1", errReference, r.stride)
+	d.Tracking = policy.Tracking{NoKVReuse: !r.assumeKVReuse, NoPrefillTokens: !r.trackPrefill,
+		OutputBlocks: r.trackOutput, OutputDecay: &r.outputDecay}
+	if err := f.resolveSharedCache(); err != nil {
+		return err
+	}
+	if r.stride != 1 {
+		return fmt.Errorf("%w: --router-active-sequence-stride %d: kvrouter tracks every prompt block; only 1 is accepted", errReference, r.stride)
 	}
 	return nil
 }
+
+// resolveSharedCache applies --shared-cache-type and
+// --shared-cache-multiplier: the credit of the blocks engines report on
+// the shared tier, off with type none (and under --load-aware, whose
+// preset has already zeroed it).
+func (f *nodeFlags) resolveSharedCache() error {
+	r, d := &f.ref, &f.cfg.Dispatch
+	if !(r.sharedCacheMult >= 0) || math.IsInf(r.sharedCacheMult, 1) {
+		return fmt.Errorf("%w: --shared-cache-multiplier %v: must be >= 0 and finite", errReference, r.sharedCacheMult)
+	}
+	switch {
+	case r.sharedCacheType == sharedCacheNone || r.loadAware:
+		d.KV.SharedCacheMultiplier = 0
+	case r.sharedCacheType == sharedCacheEvents || r.sharedCacheType == sharedCacheHiCache:
+		d.KV.SharedCacheMultiplier = r.sharedCacheMult
+	default:
+		return fmt.Errorf("%w: --shared-cache-type %q: want %s, %s or %s", errReference, r.sharedCacheType,
+			sharedCacheEvents, sharedCacheHiCache, sharedCacheNone)
+	}
+	return nil
+}
+
+// The values of --shared-cache-type. The reference queries SGLang
+// HiCache's L3 store for it; kvrouter learns the shared store's blocks
+// from the engines' KV events (routing.TierShared), so hicache names the
+// same source as events.
+const (
+	sharedCacheEvents  = "events"
+	sharedCacheHiCache = "hicache"
+	sharedCacheNone    = "none"
+)
 
 // resolveTrackingKey reads the tracking key of keyed-xxh3-v1.
 func (f *nodeFlags) resolveTrackingKey() error {
@@ -210,12 +251,12 @@ func readKeyFile(path string) ([]byte, error) {
 func (f *nodeFlags) resolveAccepted() error {
 	r := &f.ref
 	switch {
-	case r.approxPolicy != "ttl" && r.approxPolicy != "lru":
-		return fmt.Errorf("%w: --router-approximate-cache-policy %q: want ttl or lru", errReference, r.approxPolicy)
 	case r.prefillLoadModel != "none":
 		return fmt.Errorf("%w: --router-prefill-load-model %q: only none is supported", errReference, r.prefillLoadModel)
-	case r.minInitialWorkers < 0 || r.eventThreads < 1:
-		return fmt.Errorf("%w: --router-min-initial-workers must be >= 0 and --router-event-threads >= 1", errReference)
+	case f.cfg.MinInitialEngines < 0:
+		return fmt.Errorf("%w: --router-min-initial-workers %d: must be >= 0", errReference, f.cfg.MinInitialEngines)
+	case r.eventThreads < 1:
+		return fmt.Errorf("%w: --router-event-threads %d: must be >= 1", errReference, r.eventThreads)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -72,6 +73,7 @@ func TestReferenceCommandLine(t *testing.T) {
 		{"approximate mode", d.ApproximateMode && c.Events.NoKVEvents},
 		{"approx ttl", d.ApproxTTL == time.Minute},
 		{"output blocks", d.Tracking.OutputBlocks},
+		{"reference output decay", d.Tracking.OutputDecay != nil && *d.Tracking.OutputDecay == 1},
 		{"no kv reuse", d.Tracking.NoKVReuse},
 		{"affinity ttl", d.AffinityTTL == 5*time.Minute},
 		{"affinity soft", d.AffinityMode == policy.AffinitySoft},
@@ -139,6 +141,112 @@ func TestReferencePresetsAndBooleans(t *testing.T) {
 	if d := c.Dispatch; d.KV.PrefillLoadScale != 2.5 || d.KV.TrackPrefillTokens || !d.Tracking.NoPrefillTokens {
 		t.Fatalf("deprecated weight and --no- form: %+v", d)
 	}
+	c, err = resolveNode(t, []string{"--output-block-decay=0.5"}, []string{"DYN_ROUTER_TRACK_OUTPUT_BLOCKS=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Dispatch; !d.Tracking.OutputBlocks || d.Tracking.OutputDecay == nil || *d.Tracking.OutputDecay != 0.5 {
+		t.Fatalf("DYN_ROUTER_TRACK_OUTPUT_BLOCKS and --output-block-decay: %+v", d.Tracking)
+	}
+}
+
+// TestApproximateCachePolicy: the reference's flag and variable select the
+// LRU approximate index in approximate mode.
+func TestApproximateCachePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args, env []string
+		want      index.Policy
+	}{
+		{"default", []string{"--no-router-kv-events"}, nil, index.PolicyTTL},
+		{"flag", []string{"--no-router-kv-events", "--router-approximate-cache-policy", "lru"}, nil, index.PolicyLRU},
+		{"DYN", nil, []string{"DYN_ROUTER_USE_KV_EVENTS=false", "DYN_ROUTER_APPROXIMATE_CACHE_POLICY=lru"}, index.PolicyLRU},
+		{"load-aware preset", []string{"--load-aware", "--router-approximate-cache-policy=lru"}, nil, index.PolicyLRU},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := resolveNode(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.ApproxPolicy; got != tc.want || !c.Dispatch.ApproximateMode {
+				t.Fatalf("policy %v (approximate mode %v), want %v", got, c.Dispatch.ApproximateMode, tc.want)
+			}
+		})
+	}
+}
+
+// TestSharedCacheFlags: the shared-tier credit is the multiplier unless the
+// type is none or the load-aware preset zeroes it, from flags and the
+// reference's variables alike.
+func TestSharedCacheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args, env []string
+		want      float64
+	}{
+		{"default", nil, nil, 0.5},
+		{"hicache", []string{"--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.8"}, nil, 0.8},
+		{"none", []string{"--shared-cache-type=none", "--shared-cache-multiplier", "0.8"}, nil, 0},
+		{"DYN", nil, []string{"DYN_SHARED_CACHE_TYPE=hicache", "DYN_SHARED_CACHE_MULTIPLIER=0.3"}, 0.3},
+		{"load-aware", []string{"--load-aware", "--shared-cache-multiplier=0.9"}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := resolveNode(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.KV.SharedCacheMultiplier; got != tc.want {
+				t.Fatalf("shared-cache multiplier %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNegativeDecaysNameTheFlag: both decays are refused at startup with
+// an error naming the option as the user set it: the output blocks' decay
+// by the flag resolution, the overlap credit's by the configuration's
+// validation, which explainConfigError maps to its flag.
+func TestNegativeDecaysNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--router-track-output-blocks", "--output-block-decay=-1"}, "--output-block-decay"},
+		{[]string{"--router-kv-overlap-score-credit-decay=-1"}, "--kv-overlap-score-credit-decay"},
+		{[]string{"--shared-cache-multiplier=-1"}, "--shared-cache-multiplier"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			var f nodeFlags
+			fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+			f.register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := resolveConfig(fs, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			err := f.resolve(fs, slog.Default())
+			if err == nil {
+				err = explainConfigError(fs, "", nil, f.cfg.Validate())
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMinInitialWorkers: the reference's startup gate sets the node's,
+// from the flag or its variable.
+func TestMinInitialWorkers(t *testing.T) {
+	c, err := resolveNode(t, []string{"--router-min-initial-workers", "2"}, nil)
+	if err != nil || c.MinInitialEngines != 2 {
+		t.Fatalf("flag: %v, %d", err, c.MinInitialEngines)
+	}
+	c, err = resolveNode(t, nil, []string{"DYN_ROUTER_MIN_INITIAL_WORKERS=3"})
+	if err != nil || c.MinInitialEngines != 3 {
+		t.Fatalf("DYN: %v, %d", err, c.MinInitialEngines)
+	}
 }
 
 func writeKey(t *testing.T, n int) string {
@@ -188,10 +296,16 @@ func TestReferenceBadValuesNameTheFlag(t *testing.T) {
 	}{
 		{[]string{"--load-aware", "--agentic"}, "--agentic"},
 		{[]string{"--shared-cache-type=redis"}, "--shared-cache-type"},
+		{[]string{"--shared-cache-multiplier=-0.5"}, "--shared-cache-multiplier"},
 		{[]string{"--router-prefill-load-model=aic"}, "--router-prefill-load-model"},
 		{[]string{"--no-router-track-active-blocks"}, "--no-router-track-active-blocks"},
 		{[]string{"--router-ttl-secs=-1"}, "router-ttl-secs"},
 		{[]string{"--router-active-sequence-stride=0"}, "--router-active-sequence-stride"},
+		{[]string{"--router-active-sequence-stride=4"}, "--router-active-sequence-stride"},
+		{[]string{"--router-min-initial-workers=-1"}, "--router-min-initial-workers"},
+		{[]string{"--no-router-kv-events", "--router-approximate-cache-policy=fifo"}, "--router-approximate-cache-policy"},
+		{[]string{"--router-approximate-cache-policy=lru"}, "--router-approximate-cache-policy"},
+		{[]string{"--router-track-output-blocks", "--output-block-decay=-0.5"}, "--output-block-decay"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

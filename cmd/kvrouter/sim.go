@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/routing/index"
+	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/sim"
 	"github.com/kvrouter/kvrouter/sim/gen"
 	"github.com/kvrouter/kvrouter/sim/report"
@@ -23,6 +25,10 @@ type simFlags struct {
 	seed      uint64
 	limit     int
 	noEvents  bool
+	approx    string
+	output    bool
+	oslHints  bool
+	decay     float64
 	json      bool
 	report    string
 	// prefillEngines makes the replay disaggregated (sim_flags_disagg.go).
@@ -39,14 +45,23 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the selectors' random tie-breaks")
 	fs.IntVar(&f.limit, "limit", 0, "replay only the first N requests (0: all)")
 	fs.BoolVar(&f.noEvents, "no-kv-events", false, "approximate mode: ignore engine KV events, index the router's own decisions")
+	fs.StringVar(&f.approx, "router-approximate-cache-policy", "ttl", "approximate mode's index: ttl, or lru at each engine's capacity")
+	fs.BoolVar(&f.output, "router-track-output-blocks", false, "report generated tokens to the router's load tracker as they come")
+	fs.BoolVar(&f.oslHints, "osl-hints", false, "with output tracking, give each request its trace output length as its osl hint")
+	fs.Float64Var(&f.decay, "output-block-decay", load.DefaultOutputDecay, "output blocks' weight: 1 - this × output/osl (with --osl-hints)")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
 	f.registerDisagg(fs)
 }
 
-func (f *simFlags) config() sim.Config {
+func (f *simFlags) config() (sim.Config, error) {
+	approx, err := index.ParsePolicy(f.approx)
+	if err != nil {
+		return sim.Config{}, fmt.Errorf("--router-approximate-cache-policy: %w", err)
+	}
 	return sim.Config{Engines: f.engines, BlockSize: f.blockSize, RateScale: f.rateScale,
-		Seed: f.seed, NoKVEvents: f.noEvents, PrefillEngines: f.prefillEngines}
+		Seed: f.seed, NoKVEvents: f.noEvents, ApproxPolicy: approx, PrefillEngines: f.prefillEngines,
+		TrackOutputBlocks: f.output, OutputHints: f.oslHints, OutputDecay: &f.decay}, nil
 }
 
 func (f *simFlags) load() ([]traces.Request, string, error) {
@@ -124,7 +139,11 @@ func runSim(cmd *cobra.Command, f *simFlags, banner bool) error {
 	if banner && !f.json {
 		fmt.Fprintf(out, "Replaying %d requests of the %s through %d simulated engines (virtual clock)...\n\n", len(reqs), name, f.engines)
 	}
-	rs, err := sim.Compare(cmd.Context(), reqs, pols, f.config())
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	rs, err := sim.Compare(cmd.Context(), reqs, pols, cfg)
 	if err != nil {
 		return err
 	}

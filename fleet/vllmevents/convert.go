@@ -173,8 +173,10 @@ func onlyName(raw []byte, name string) bool {
 // TierOf maps an event's medium to a router tier: absent or an
 // accelerator's memory is the device tier; vLLM's "CPU" and SGLang's
 // "CPU_TIER1" (HiCache L2) host memory; vLLM's "STORAGE", SGLang's
-// "CPU_TIER2" (L3) and disk-like names the disk tier. Matching ignores
-// case.
+// "CPU_TIER2" (L3) and disk-like names the disk tier; the reference's
+// names of its external tier ("EXTERNAL", "SHARED", "REMOTE", "NETWORK")
+// the shared tier, a store the DC's engines share (routing.TierShared).
+// Matching ignores case.
 func TierOf(medium string) (routing.Tier, bool) {
 	switch strings.ToUpper(medium) {
 	case "", "GPU", "CUDA", "HBM", "DEVICE", "NPU", "XPU", "TPU":
@@ -183,6 +185,8 @@ func TierOf(medium string) (routing.Tier, bool) {
 		return routing.TierHost, true
 	case "DISK", "SSD", "NVME", "LOCAL_DISK", "FILE", "STORAGE", "CPU_TIER2":
 		return routing.TierDisk, true
+	case "EXTERNAL", "SHARED", "REMOTE", "NETWORK":
+		return routing.TierShared, true
 	}
 	return 0, false
 }

@@ -53,7 +53,8 @@
 //
 // Media map to tiers: absent or "GPU" is the device tier, vLLM's "CPU"
 // and SGLang's "CPU_TIER1" the host tier, vLLM's "STORAGE" and SGLang's
-// "CPU_TIER2" the disk tier (TierOf).
+// "CPU_TIER2" the disk tier, and "EXTERNAL", "SHARED", "REMOTE" or
+// "NETWORK" (the reference's external tier) the shared tier (TierOf).
 //
 // # Sequence
 //

@@ -2,10 +2,10 @@ package dispatch
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/load"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
@@ -61,7 +61,8 @@ const (
 type Config struct {
 	// Policy names the selector (policy): "kv", "two-tier", "round-robin",
 	// "random", "power-of-two", "least-loaded", "device-aware-weighted" or
-	// "direct". Default "kv".
+	// "direct", or a short name of one ("rr", "p2c": policy.Canonical),
+	// which EnsureDefaults replaces by the name. Default "kv".
 	Policy string
 	// BlockSize is the KV block size in tokens (block_size). Default 0:
 	// taken from the engines' cards, per model; ranks whose card disagrees
@@ -98,6 +99,11 @@ type Config struct {
 	// ApproxTTL is how long the approximate index assumes a routed prompt
 	// stays cached (approx_ttl). Default 0: index.DefaultTTL (120 s).
 	ApproxTTL time.Duration
+	// ApproxPolicy is how the approximate index forgets (approx_policy):
+	// index.PolicyTTL (default) after ApproxTTL, or index.PolicyLRU, which
+	// models each engine rank's cache at its advertised capacity and keeps
+	// the blocks of requests in flight. LRU needs ApproximateMode.
+	ApproxPolicy index.Policy
 	// PredictTTL enables the predict-on-route side index with this TTL
 	// (predict_ttl): a decision is assumed cached on its worker until the
 	// engine's events catch up. Default 0 (off). It has no effect in
@@ -167,6 +173,9 @@ func (c Config) EnsureDefaults() Config {
 	if c.Policy == "" {
 		c.Policy = d.Policy
 	}
+	if p := policy.Canonical(c.Policy); p != "" {
+		c.Policy = p // an alias ("rr") names its selector from here on
+	}
 	if c.MaxPromptTokens == 0 {
 		c.MaxPromptTokens = d.MaxPromptTokens
 	}
@@ -207,8 +216,8 @@ func (c Config) Validate() error {
 // validateCore checks the prompt and block limits.
 func (c Config) validateCore() error {
 	switch {
-	case !slices.Contains(policy.Names(), c.Policy):
-		return configError("policy: unknown %q (known: %v)", c.Policy, policy.Names())
+	case policy.Canonical(c.Policy) == "":
+		return configError("policy: unknown %q (known: %v, or the short names %v)", c.Policy, policy.Names(), policy.Aliases())
 	case c.BlockSize < 0 || c.BlockSize > maxBlockSize:
 		return configError("block_size: must be in 0..%d, got %d", maxBlockSize, c.BlockSize)
 	case c.MaxPromptTokens <= 0:
@@ -241,6 +250,10 @@ func (c Config) validateIndexes() error {
 		return configError("approx_ttl: must be >= 0, got %v", c.ApproxTTL)
 	case c.PredictTTL < 0:
 		return configError("predict_ttl: must be >= 0, got %v", c.PredictTTL)
+	case c.ApproxPolicy != index.PolicyTTL && c.ApproxPolicy != index.PolicyLRU:
+		return configError("approx_policy: unknown policy %v", c.ApproxPolicy)
+	case c.ApproxPolicy == index.PolicyLRU && !c.ApproximateMode:
+		return configError("approx_policy: lru models the caches of approximate_mode; with KV events it has no effect")
 	case c.PredictTTL > 0 && c.ApproximateMode:
 		return configError("predict_ttl: has no effect with approximate_mode, which records every decision")
 	case c.MaxRequestAge < 0:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -18,6 +19,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "defaults", edit: func(*Config) {}},
 		{name: "unknown policy", edit: func(c *Config) { c.Policy = "fastest" }, key: "policy"},
+		{name: "short policy name", edit: func(c *Config) { c.Policy = "rr" }},
 		{name: "negative block size", edit: func(c *Config) { c.BlockSize = -1 }, key: "block_size"},
 		{name: "huge block size", edit: func(c *Config) { c.BlockSize = 1 << 20 }, key: "block_size"},
 		{name: "zero prompt limit", edit: func(c *Config) { c.MaxPromptTokens = -5 }, key: "max_prompt_tokens"},
@@ -29,6 +31,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad threshold", edit: func(c *Config) { c.Thresholds.ActiveDecodeBlocks = &neg }, key: "active_decode_blocks_threshold"},
 		{name: "bad kv knob", edit: func(c *Config) { c.KV.HostCacheHitWeight = 2 }, key: "host_cache_hit_weight"},
 		{name: "negative approx ttl", edit: func(c *Config) { c.ApproxTTL = -1 }, key: "approx_ttl"},
+		{name: "unknown approx policy", edit: func(c *Config) { c.ApproxPolicy = 7 }, key: "approx_policy"},
+		{name: "lru with kv events", edit: func(c *Config) { c.ApproxPolicy = index.PolicyLRU }, key: "approx_policy"},
+		{name: "lru in approximate mode", edit: func(c *Config) { c.ApproxPolicy, c.ApproximateMode = index.PolicyLRU, true }},
 		{name: "predict in approximate mode", edit: func(c *Config) { c.PredictTTL = time.Second; c.ApproximateMode = true }, key: "predict_ttl"},
 		{name: "negative expiry", edit: func(c *Config) { c.MaxRequestAge = -1 }, key: "active_request_expiry"},
 		{name: "no clock", edit: func(c *Config) { c.Now = nil }, key: "now"},
@@ -48,6 +53,18 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("err %v, want ErrInvalidConfig naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// TestShortPolicyNames checks that the reference's short mode names run
+// the selector they stand for.
+func TestShortPolicyNames(t *testing.T) {
+	for short, want := range map[string]string{"rr": policy.NameRoundRobin, "p2c": policy.NamePowerOfTwo} {
+		c := DefaultConfig()
+		c.Policy = short
+		if got := c.EnsureDefaults().Policy; got != want {
+			t.Errorf("policy %q: EnsureDefaults gives %q, want %q", short, got, want)
+		}
 	}
 }
 

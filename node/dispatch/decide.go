@@ -51,6 +51,14 @@ func (f *inflight) onFirstToken() {
 	f.d.pumpModel(f.model)
 }
 
+// onOutput counts generated tokens, and republishes the engine's load
+// gauges when the booking's load changed (at a block boundary).
+func (f *inflight) onOutput(n int) {
+	if f.b.OutputTokens(n) {
+		f.d.publishLoad(&f.b)
+	}
+}
+
 // done ends the booking: an unreachable engine becomes a suspect, the load
 // is freed, and the session is bound (on success) and released.
 func (f *inflight) done(err error) {

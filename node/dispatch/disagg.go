@@ -110,7 +110,7 @@ func (d *Dispatcher) newDecision(ctx context.Context, model string, b policy.Boo
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: model}
 	w := b.Worker()
 	d.gauges(w).set(&f.b)
-	return NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID))
+	return NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID)).WithOutputTokens(f.onOutput)
 }
 
 // newPrefillHop wraps the prefill hop's booking. Its end is a request's

@@ -42,6 +42,9 @@ type Dispatcher struct {
 	// adv is the worker sets' advertised settings, nil when the engines
 	// advertise none (advertised.go).
 	adv *advertised
+	// shared says once whether the shared-cache credit has a source
+	// (shared.go).
+	shared sharedNotice
 }
 
 var _ Router = (*Dispatcher)(nil)
@@ -72,6 +75,7 @@ func New(cfg Config, engines Engines, idx *index.Exact, m *metrics.Metrics, log 
 	d := &Dispatcher{cfg: cfg, engines: engines, log: log, obs: newObservers(m),
 		workers: make(map[routing.Worker]*workerGauges), queues: newQueues(cfg, m)}
 	d.adv = newAdvertised(engines, cfg.Seed, log)
+	d.shared.idx = idx
 	d.scratch.New = func() any { return new(policy.Scratch) }
 	for _, o := range opts {
 		o(d)
@@ -97,7 +101,7 @@ func (d *Dispatcher) deciderConfig() policy.DeciderConfig {
 	return policy.DeciderConfig{
 		Policy: c.Policy, Seed: c.Seed, Thresholds: c.Thresholds, BlockSize: c.BlockSize,
 		Options:         policy.Options{KV: c.KV, TwoTier: c.TwoTier, DeviceAware: c.DeviceAware},
-		ApproximateMode: c.ApproximateMode, ApproxTTL: c.ApproxTTL, PredictTTL: c.PredictTTL,
+		ApproximateMode: c.ApproximateMode, ApproxTTL: c.ApproxTTL, ApproxPolicy: c.ApproxPolicy, PredictTTL: c.PredictTTL,
 		MaxRequestAge: c.MaxRequestAge, ExpireInterval: c.ExpireInterval, SuspectTimeout: c.SuspectTimeout,
 		Tracking: c.Tracking, Bindings: d.bindings, AffinityMode: c.AffinityMode, MaxSessions: c.MaxSessions,
 		Reports: reports, Now: c.Now, Observer: decisionObserver{d}, Log: d.log,

@@ -28,8 +28,10 @@
 //  4. Matching: token hashes go to the exact index, merged with the
 //     predict-on-route side index when Config.PredictTTL is set; text
 //     hashes, and every prompt in approximate mode, go to the dispatcher's
-//     own approximate index, which learns from its decisions. A text
-//     overlap of n chunks counts as n*64 tokens of cached prefix.
+//     own approximate indexes, which learn from its decisions (by TTL, or
+//     with Config.ApproxPolicy LRU an LRU model of each engine rank's
+//     cache at its capacity, holding a request's blocks until Done). A
+//     text overlap of n chunks counts as n*64 tokens of cached prefix.
 //  5. Load: each candidate's potential load (the load tracker's
 //     projection) and current load, plus what the engine reports beyond
 //     the dispatcher's own bookings when the registry implements
@@ -40,8 +42,10 @@
 //     worker) and ErrBadRequest (a pin to an unknown worker or rank).
 //  7. Booking: load.Tracker.Add, and the decision recorded in the
 //     approximate or side index. The Decision's OnFirstToken ends the
-//     prefill load; Done frees the load (on success and on error alike)
-//     and ends the request's hold on its session binding.
+//     prefill load; OnOutputTokens counts generated tokens, which with
+//     output-block tracking become decode load at each block boundary
+//     (policy.Booking.OutputTokens); Done frees the load (on success and
+//     on error alike) and ends the request's hold on its session binding.
 //
 // Overhead phases (hashing, matching, scheduling, total) and the predicted
 // hit ratio go to the node's metrics, as do the per-rank load gauges.

@@ -17,6 +17,7 @@ func (d *Dispatcher) Route(ctx context.Context, r *Request) (*Decision, error) {
 	if err := d.validate(r); err != nil {
 		return nil, err
 	}
+	d.shared.check(d)
 	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
 	q := d.query(r)

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
 // TestKeyedTrackingKeepsIndexAndLoad checks that with a tracking key the
@@ -37,5 +40,36 @@ func TestKeyedTrackingKeepsIndexAndLoad(t *testing.T) {
 	}
 	if loads["public"] != loads["keyed"] {
 		t.Fatalf("booked load differs: public %+v, keyed %+v", loads["public"], loads["keyed"])
+	}
+}
+
+// TestOutputTokensAreDecodeLoad: with output-block tracking, the tokens
+// the frontend reports through the decision are the engine's decode load,
+// in the tracker and in its gauge, until Done; a later report does
+// nothing. Without tracking, reports change nothing.
+func TestOutputTokensAreDecodeLoad(t *testing.T) {
+	for _, track := range []bool{false, true} {
+		f := newFixture(t, 1, func(c *Config) { c.Tracking = policy.Tracking{OutputBlocks: track} })
+		dec := f.route(f.req(prompt(1, 2*testBlockSize)))
+		dec.OnFirstToken()
+		for range 10 * testBlockSize {
+			dec.OnOutputTokens(1)
+		}
+		want := int64(2)
+		if track {
+			want = 12
+		}
+		gauge := f.m.WorkerActiveDecodeBlocks.WithLabelValues("http://engine-1:8000", "0")
+		if got := f.active(w1(1)).DecodeBlocks; got != want {
+			t.Fatalf("tracking %v: %d decode blocks after 10 blocks of output, want %d", track, got, want)
+		}
+		if got := testutil.ToFloat64(gauge); got != float64(want) {
+			t.Fatalf("tracking %v: gauge %v, want %d", track, got, want)
+		}
+		dec.Done(nil)
+		dec.OnOutputTokens(testBlockSize)
+		if got := f.active(w1(1)); got != (routing.Load{}) {
+			t.Fatalf("tracking %v: after Done the engine holds %+v", track, got)
+		}
 	}
 }

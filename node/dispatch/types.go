@@ -103,6 +103,7 @@ type Decision struct {
 	Prefill *PrefillHop
 
 	onFirstToken func()
+	onOutput     func(n int)
 	done         func(error)
 	lost         context.Context
 }
@@ -119,6 +120,25 @@ func (d *Decision) OnFirstToken() {
 	if d.onFirstToken != nil {
 		d.onFirstToken()
 		d.onFirstToken = nil
+	}
+}
+
+// WithOutputTokens sets the callback of OnOutputTokens and returns d; the
+// dispatcher sets its booking's.
+func (d *Decision) WithOutputTokens(fn func(n int)) *Decision {
+	d.onOutput = fn
+	return d
+}
+
+// OnOutputTokens reports n more tokens the engine generated: one per
+// streamed chunk as it is relayed, or an answer's count when it does not
+// stream. With output-block tracking they are the request's decode load
+// (see policy.Booking.OutputTokens); the call costs a few integer
+// operations until the sequence crosses a block boundary. Calls after
+// Done do nothing.
+func (d *Decision) OnOutputTokens(n int) {
+	if d.onOutput != nil && d.done != nil {
+		d.onOutput(n)
 	}
 }
 

@@ -113,7 +113,12 @@
 // Guarantees. No input panics the server: bodies are validated at the
 // edge. Decision.Done is called exactly once for every routed request,
 // also on engine errors, client disconnects and stalled clients; a client
-// that leaves cancels the engine request. Metrics (node/metrics) count
+// that leaves cancels the engine request. The engine's progress reaches
+// the decision as it happens: its first content chunk through
+// Decision.OnFirstToken, every content chunk as one generated token
+// through Decision.OnOutputTokens (an answer that does not stream reports
+// its usage's count when it arrives), which the load tracker turns into
+// decode load at block boundaries. Metrics (node/metrics) count
 // requests by model, endpoint and outcome, with the model label set only
 // for models the router accepted, and record TTFT, ITL and token counts;
 // each request has one OpenTelemetry server span carrying the model,

@@ -30,6 +30,7 @@ type fakeRouter struct {
 	err      error // returned by Route when set
 	reqs     []dispatch.Request
 	first    map[string]int
+	output   map[string]int
 	done     map[string][]error
 	unbound  []string
 	doneCh   chan string
@@ -41,7 +42,7 @@ var _ dispatch.Router = (*fakeRouter)(nil)
 
 func newFakeRouter(endpoint string, models ...string) *fakeRouter {
 	f := &fakeRouter{endpoint: endpoint, models: map[string]bool{}, first: map[string]int{},
-		done: map[string][]error{}, doneCh: make(chan string, 1024)}
+		output: map[string]int{}, done: map[string][]error{}, doneCh: make(chan string, 1024)}
 	for _, m := range models {
 		f.models[m] = true
 	}
@@ -71,6 +72,7 @@ func (f *fakeRouter) Route(_ context.Context, r *dispatch.Request) (*dispatch.De
 			}
 		})
 	d.Blocks, d.CachedBlocks = 4, 2
+	d.WithOutputTokens(func(n int) { f.mu.Lock(); f.output[id] += n; f.mu.Unlock() })
 	if f.lost != nil {
 		d.WithLost(f.lost)
 	}

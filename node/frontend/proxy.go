@@ -220,6 +220,7 @@ func (x *exchange) relayBody(ctx context.Context, resp *http.Response) error {
 	}
 	x.dec.OnFirstToken()
 	x.obs.inspectChunk(data)
+	x.dec.OnOutputTokens(x.obs.outputTokens())
 	h := x.w.Header()
 	h.Set("Content-Type", contentType(resp.Header))
 	h.Set("Content-Length", strconv.Itoa(len(data)))

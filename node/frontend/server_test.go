@@ -46,8 +46,8 @@ func TestChatNonStreaming(t *testing.T) {
 		t.Fatalf("routed %+v", req)
 	}
 	id, errs := r.waitDone(t, ts)
-	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 {
-		t.Fatalf("done %v first %d", errs, r.first[id])
+	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 || r.output[id] != 3 {
+		t.Fatalf("done %v first %d output tokens %d (want usage's 3)", errs, r.first[id], r.output[id])
 	}
 	body, upID := e.lastBody(t)
 	if upID != id {
@@ -86,8 +86,8 @@ func TestChatStreamingWithUsage(t *testing.T) {
 		t.Fatalf("text %q usage %d", text.String(), usage)
 	}
 	id, errs := r.waitDone(t, ts)
-	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 {
-		t.Fatalf("done %v first %d", errs, r.first[id])
+	if len(errs) != 1 || errs[0] != nil || r.first[id] != 1 || r.output[id] != 3 {
+		t.Fatalf("done %v first %d output tokens %d (want one per content chunk, 3)", errs, r.first[id], r.output[id])
 	}
 	if r.lastRequest(t).Arrival.IsZero() {
 		t.Fatal("arrival not set")

@@ -112,6 +112,9 @@ func (x *exchange) observeEvent(ev []byte) {
 }
 
 // contentEvent records one content event; the first ends the prefill.
+// Each counts as one generated token of the request's decode load: vLLM
+// and SGLang stream a token per chunk unless told to batch them, and the
+// usage that counts them exactly comes only at the end.
 func (x *exchange) contentEvent() {
 	now := x.s.cfg.Now()
 	if x.obs.chunks == 0 {
@@ -120,6 +123,7 @@ func (x *exchange) contentEvent() {
 	}
 	x.obs.lastToken = now
 	x.obs.chunks++
+	x.dec.OnOutputTokens(1)
 }
 
 // writeEvent writes and flushes one event under a fresh write deadline.

@@ -73,13 +73,16 @@ func (DeviceKind) EnumDescriptor() ([]byte, []int) {
 	return file_proto_kvr_v1_eventplane_proto_rawDescGZIP(), []int{0}
 }
 
-// StorageTier is the tier that holds a KV block.
+// StorageTier is the tier that holds a KV block. SHARED is a store shared
+// by the DC's engines (routing.TierShared): a block an engine stored there
+// counts for every engine whose prompt has it.
 type StorageTier int32
 
 const (
 	StorageTier_STORAGE_TIER_DEVICE StorageTier = 0
 	StorageTier_STORAGE_TIER_HOST   StorageTier = 1
 	StorageTier_STORAGE_TIER_DISK   StorageTier = 2
+	StorageTier_STORAGE_TIER_SHARED StorageTier = 3
 )
 
 // Enum value maps for StorageTier.
@@ -88,11 +91,13 @@ var (
 		0: "STORAGE_TIER_DEVICE",
 		1: "STORAGE_TIER_HOST",
 		2: "STORAGE_TIER_DISK",
+		3: "STORAGE_TIER_SHARED",
 	}
 	StorageTier_value = map[string]int32{
 		"STORAGE_TIER_DEVICE": 0,
 		"STORAGE_TIER_HOST":   1,
 		"STORAGE_TIER_DISK":   2,
+		"STORAGE_TIER_SHARED": 3,
 	}
 )
 
@@ -1191,11 +1196,12 @@ const file_proto_kvr_v1_eventplane_proto_rawDesc = "" +
 	"\n" +
 	"DeviceKind\x12\x13\n" +
 	"\x0fDEVICE_KIND_GPU\x10\x00\x12\x13\n" +
-	"\x0fDEVICE_KIND_CPU\x10\x01*T\n" +
+	"\x0fDEVICE_KIND_CPU\x10\x01*m\n" +
 	"\vStorageTier\x12\x17\n" +
 	"\x13STORAGE_TIER_DEVICE\x10\x00\x12\x15\n" +
 	"\x11STORAGE_TIER_HOST\x10\x01\x12\x15\n" +
-	"\x11STORAGE_TIER_DISK\x10\x02B*Z(github.com/kvrouter/kvrouter/proto/kvrpbb\x06proto3"
+	"\x11STORAGE_TIER_DISK\x10\x02\x12\x17\n" +
+	"\x13STORAGE_TIER_SHARED\x10\x03B*Z(github.com/kvrouter/kvrouter/proto/kvrpbb\x06proto3"
 
 var (
 	file_proto_kvr_v1_eventplane_proto_rawDescOnce sync.Once

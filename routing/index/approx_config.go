@@ -30,6 +30,16 @@ func (p Policy) String() string {
 	return fmt.Sprintf("policy(%d)", uint8(p))
 }
 
+// ParsePolicy reads a policy as configuration spells it ("ttl", "lru").
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{PolicyTTL, PolicyLRU} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: approximate cache policy %q: want ttl or lru", ErrConfig, s)
+}
+
 // Defaults of ApproxConfig.
 const (
 	// DefaultTTL is how long a recorded block is assumed to stay cached:

@@ -48,6 +48,17 @@ func TestApproxConfigValidate(t *testing.T) {
 	}
 }
 
+func TestParsePolicy(t *testing.T) {
+	for _, p := range []Policy{PolicyTTL, PolicyLRU} {
+		if got, err := ParsePolicy(p.String()); err != nil || got != p {
+			t.Errorf("ParsePolicy(%q) = %v, %v", p, got, err)
+		}
+	}
+	if _, err := ParsePolicy("fifo"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"fifo"`) {
+		t.Errorf("ParsePolicy(fifo) = %v, want ErrConfig naming the value", err)
+	}
+}
+
 func mustApprox(t *testing.T, cfg ApproxConfig) *Approx {
 	t.Helper()
 	a, err := NewApprox(cfg)

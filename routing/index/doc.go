@@ -2,7 +2,8 @@
 // data-parallel rank) holds which prefix of a request's KV blocks.
 //
 //   - Exact is fed by the workers' KV events (stored, removed, cleared) and
-//     knows, per block and worker, the storage tiers (device, host, disk).
+//     knows, per block and worker, the storage tiers (device, host, disk,
+//     and the shared store of routing.TierShared).
 //   - Approx is fed by the router's own routing decisions when engines
 //     publish no events; it forgets blocks by TTL (with a size bound) or
 //     by modelling each worker's LRU cache at its advertised capacity.
@@ -17,7 +18,10 @@
 // depth from block 0, then the host run that continues it, then the disk
 // run after that (Approx knows the device tier only). Results are sorted
 // by worker (engine id, then rank) and workers with no overlap are
-// omitted, so equal inputs give equal outputs. No method reads the clock:
+// omitted, so equal inputs give equal outputs. The shared tier is nobody's
+// own prefix: Exact.SharedRanges answers, for a request, the runs of
+// positions whose block any worker stored there, the same for every
+// worker (HitsBeyond counts a worker's hits past its device prefix). No method reads the clock:
 // time comes in as time.Time arguments. Bad input (a malformed event, an
 // invalid config) is rejected with an error wrapping a sentinel and never
 // panics.
@@ -71,7 +75,7 @@
 // factor and control bytes) and per-block pointers:
 //
 //   - Workers are interned to uint32 slots. An owner word packs a slot and
-//     its tier bits into 32 bits: slot<<3 | tiers.
+//     its tier bits into 32 bits: slot<<4 | tiers.
 //   - The block table maps a SeqHash to an owner set of 8 bytes: up to two
 //     owner words inline, sorted by slot. A third owner moves the set to an
 //     overflow list (sorted words) and the inline word then holds the list

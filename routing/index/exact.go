@@ -26,8 +26,11 @@ type Exact struct {
 	workers []workerState
 	free    []uint32
 	pairs   int
-	stats   counters
-	scratch sync.Pool
+	// sharedPairs counts the (worker, block) pairs on the shared tier,
+	// so that a query can skip the shared lookups when there are none.
+	sharedPairs int
+	stats       counters
+	scratch     sync.Pool
 	// seqBuf and sink are the writer's scratch; only touched under mu.
 	seqBuf []routing.SeqHash
 	sink   uint64
@@ -62,6 +65,9 @@ type ExactStats struct {
 	Pairs int
 	// Workers is the number of workers with state (held blocks or cursor).
 	Workers int
+	// SharedPairs is the number of (worker, block) pairs on the shared
+	// tier: 0 when no engine reports one.
+	SharedPairs int
 	// UnknownRemovals counts removed engine ids that did not resolve to a
 	// block held on the event's tier.
 	UnknownRemovals uint64
@@ -198,6 +204,7 @@ func (e *Exact) Stats() ExactStats {
 		Blocks:          e.blocks.len(),
 		Pairs:           e.pairs,
 		Workers:         len(e.slots),
+		SharedPairs:     e.sharedPairs,
 		UnknownRemovals: e.stats.unknownRemovals,
 		UnknownParents:  e.stats.unknownParents,
 		Stale:           e.stats.stale,

@@ -89,8 +89,22 @@ func (e *Exact) storeBlock(slot uint32, eh routing.EngineHash, seq routing.SeqHa
 		e.setTiers(slot, old, 0)
 	}
 	p, _ := e.blocks.upsert(uint64(seq))
-	if e.lists.set(p, slot, e.lists.tiers(p, slot)|bit) == 0 {
+	t := e.lists.tiers(p, slot) | bit
+	was := e.lists.set(p, slot, t)
+	if was == 0 {
 		e.pairs++
+	}
+	e.countShared(was, t)
+}
+
+// countShared keeps the count of (worker, block) pairs on the shared tier
+// as a pair's tiers change from old to t.
+func (e *Exact) countShared(old, t uint8) {
+	switch {
+	case old&sharedBit == 0 && t&sharedBit != 0:
+		e.sharedPairs++
+	case old&sharedBit != 0 && t&sharedBit == 0:
+		e.sharedPairs--
 	}
 }
 
@@ -141,6 +155,7 @@ func (e *Exact) setTiers(slot uint32, seq routing.SeqHash, t uint8) {
 	case old != 0 && t == 0:
 		e.pairs--
 	}
+	e.countShared(old, t)
 	if p.empty() {
 		e.blocks.del(uint64(seq))
 	}

@@ -154,7 +154,7 @@ func (m *exactMachine) nextID(t *rapid.T, w routing.Worker) uint64 {
 
 func (m *exactMachine) event(t *rapid.T, kind routing.EventKind) routing.Event {
 	w := rapid.SampledFrom(propWorkers).Draw(t, "worker")
-	ev := routing.Event{Worker: w, ID: m.nextID(t, w), Kind: kind, Tier: routing.Tier(rapid.IntRange(0, 2).Draw(t, "tier"))}
+	ev := routing.Event{Worker: w, ID: m.nextID(t, w), Kind: kind, Tier: routing.Tier(rapid.IntRange(0, int(routing.NumTiers)-1).Draw(t, "tier"))}
 	engine := rapid.Uint64Range(0, 12)
 	switch kind {
 	case routing.EventStored:
@@ -264,14 +264,40 @@ func (m *exactMachine) Query(t *rapid.T) {
 	if got, want := m.x.FindMatches(q, nil), m.ref.find(q); !slices.Equal(got, want) {
 		t.Fatalf("query %v: got %v, want %v", locals, got, want)
 	}
+	if got, want := m.x.SharedRanges(q, nil), m.ref.shared(q); !slices.Equal(got, want) {
+		t.Fatalf("query %v: shared runs %v, want %v", locals, got, want)
+	}
+}
+
+// shared is the reference's shared runs: positions whose block any worker
+// holds on the shared tier, grouped into runs.
+func (r *refIndex) shared(hashes []routing.SeqHash) []Range {
+	var out []Range
+	for i, h := range hashes {
+		held := false
+		for _, rw := range r.ws {
+			held = held || rw.own[h]&sharedBit != 0
+		}
+		switch {
+		case !held:
+		case len(out) > 0 && out[len(out)-1].End == int32(i):
+			out[len(out)-1].End++
+		default:
+			out = append(out, Range{Start: int32(i), End: int32(i + 1)})
+		}
+	}
+	return out
 }
 
 // Check compares the whole ownership state, the counts and the cursors.
 func (m *exactMachine) Check(t *rapid.T) {
-	pairs, blocks := 0, map[routing.SeqHash]bool{}
+	pairs, sharedPairs, blocks := 0, 0, map[routing.SeqHash]bool{}
 	for w, rw := range m.ref.ws {
 		for seq, tiers := range rw.own {
 			pairs++
+			if tiers&sharedBit != 0 {
+				sharedPairs++
+			}
 			blocks[seq] = true
 			slot, ok := m.x.slots[w]
 			if !ok {
@@ -297,8 +323,8 @@ func (m *exactMachine) Check(t *rapid.T) {
 		t.Fatalf("unknown removals %d, want %d", got, m.ref.unknownRemovals)
 	}
 	s := m.x.Stats()
-	if s.Pairs != pairs || s.Blocks != len(blocks) || s.Workers != len(m.ref.ws) {
-		t.Fatalf("stats %+v, reference pairs %d blocks %d workers %d", s, pairs, len(blocks), len(m.ref.ws))
+	if s.Pairs != pairs || s.Blocks != len(blocks) || s.Workers != len(m.ref.ws) || s.SharedPairs != sharedPairs {
+		t.Fatalf("stats %+v, reference pairs %d (shared %d) blocks %d workers %d", s, pairs, sharedPairs, len(blocks), len(m.ref.ws))
 	}
 }
 

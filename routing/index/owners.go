@@ -3,18 +3,19 @@ package index
 import "github.com/kvrouter/kvrouter/routing"
 
 // Owner words pack a worker slot and its tier bits into 32 bits:
-// slot<<3 | tiers, with bit i of tiers set when the block is held on
+// slot<<4 | tiers, with bit i of tiers set when the block is held on
 // routing.Tier(i). Sorting words sorts by slot, which lets a query merge a
 // block's owners with its sorted candidates. The top bit is reserved for
-// the overflow flag of owners.a, so slots stay below maxSlots.
+// the overflow flag of owners.a, so slots stay below maxSlots (2^27).
 const (
-	tierBits  = 3
+	tierBits  = 4
 	tierMask  = 1<<tierBits - 1
 	overflow  = 1 << 31
 	maxSlots  = 1 << (31 - tierBits)
 	deviceBit = 1 << routing.TierDevice
 	hostBit   = 1 << routing.TierHost
 	diskBit   = 1 << routing.TierDisk
+	sharedBit = 1 << routing.TierShared
 )
 
 // owners is a block's owner set. Up to two owners are stored inline as

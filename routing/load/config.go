@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -37,20 +38,35 @@ type Config struct {
 	// it is experimental in the reference router, and decode growth is
 	// usually small next to prompt blocks.
 	TrackOutputBlocks bool
+	// OutputDecay is how fast, with TrackOutputBlocks, a request's output
+	// blocks lose weight as it nears its expected output length
+	// (Request.OutputTokens, the client's osl hint): their weight is
+	// max(0, 1 - OutputDecay*generated/expected). Default 1, the
+	// reference's decay: the weight falls linearly to zero at the expected
+	// length, so a request about to finish weighs little. 0 keeps full
+	// weight until the request ends. A request without an expected length
+	// always weighs in full.
+	OutputDecay float64
 	// MaxRequestAge is the age, measured from Add, after which Expire frees
 	// a request. Zero disables expiry. Default DefaultMaxRequestAge.
 	MaxRequestAge time.Duration
 }
 
+// DefaultOutputDecay is the reference router's decay of output weight: to
+// zero at the expected output length.
+const DefaultOutputDecay = 1
+
 // DefaultConfig returns the reference router's defaults for the given block
-// size: active-block and prefill tracking and KV-reuse de-duplication on, output-block
-// tracking off, expiry after 300 s.
+// size: active-block and prefill tracking and KV-reuse de-duplication on,
+// output-block tracking off (with the reference's output decay when it is
+// turned on), expiry after 300 s.
 func DefaultConfig(blockSize int) Config {
 	return Config{
 		BlockSize:          blockSize,
 		TrackActiveBlocks:  true,
 		TrackPrefillTokens: true,
 		AssumeKVReuse:      true,
+		OutputDecay:        DefaultOutputDecay,
 		MaxRequestAge:      DefaultMaxRequestAge,
 	}
 }
@@ -62,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestAge < 0 {
 		return fmt.Errorf("%w: active_request_expiry must be >= 0, got %v", ErrInvalidConfig, c.MaxRequestAge)
+	}
+	if !(c.OutputDecay >= 0) || math.IsInf(c.OutputDecay, 1) {
+		return fmt.Errorf("%w: output_block_decay must be >= 0 and finite, got %v", ErrInvalidConfig, c.OutputDecay)
 	}
 	return nil
 }

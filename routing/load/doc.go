@@ -13,7 +13,11 @@
 //     AssumeKVReuse, a prompt block named by the same routing.SeqHash and
 //     held by several active requests of one worker counts once, because the
 //     engine's prefix cache stores it once; a partial tail block and output
-//     blocks are private to their request and always count;
+//     blocks are private to their request and always count. With
+//     TrackOutputBlocks the output blocks are the expected output's from
+//     Add (when the client gave an expected length) or those the reported
+//     tokens filled, weighted by how far the request still is from its
+//     expected length (Config.OutputDecay, output.go);
 //   - active requests.
 //
 // Each is a toggle of Config (TrackPrefillTokens, TrackActiveBlocks,
@@ -47,8 +51,9 @@
 // Refusals. The tracker does not read a clock: every time-dependent call
 // takes now as an argument, and expiry happens only when Expire is called.
 // It does not model prefill duration (no AIConfigurator-style backlog
-// model), does not sample hashes with a stride, and does not weight output
-// blocks by an expected output length. It refuses duplicate request ids,
+// model), does not sample hashes with a stride, and does not decay the
+// weight of a request's exclusive prompt blocks as the newest reference
+// does (only its output blocks decay). It refuses duplicate request ids,
 // negative sizes and a hash list longer than the prompt, with errors
 // wrapping ErrInvalidRequest or ErrDuplicateRequest; it never panics on bad
 // input. State is not persisted and not shared between router nodes.

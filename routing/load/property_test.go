@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ type modelReq struct {
 // load recomputes one worker's load from scratch.
 func (m *model) load(w routing.Worker) routing.Load {
 	var l routing.Load
+	var out float64
 	seen := map[routing.SeqHash]bool{}
 	bs := int64(m.cfg.BlockSize)
 	for _, r := range m.reqs {
@@ -36,11 +38,10 @@ func (m *model) load(w routing.Worker) routing.Load {
 		if r.prefilling && m.cfg.TrackPrefillTokens {
 			l.PrefillTokens += max(0, int64(r.ISLTokens)-int64(r.CachedBlocks)*bs)
 		}
-		seq := int64(r.ISLTokens)
+		l.DecodeBlocks += ceilDiv(int64(r.ISLTokens), bs)
 		if m.cfg.TrackOutputBlocks {
-			seq += int64(r.output)
+			out += m.outputWeight(r)
 		}
-		l.DecodeBlocks += ceilDiv(seq, bs)
 		if m.cfg.AssumeKVReuse {
 			for _, h := range r.Hashes {
 				if seen[h] {
@@ -50,7 +51,23 @@ func (m *model) load(w routing.Worker) routing.Load {
 			}
 		}
 	}
+	l.DecodeBlocks += int64(math.Round(out + 1e-9))
 	return l
+}
+
+// outputWeight is a request's output blocks times their weight: the
+// expected output's blocks, or the generated ones once more, weighing
+// 1 - decay*generated/expected (not below 0) when an expectation is set.
+func (m *model) outputWeight(r *modelReq) float64 {
+	bs := float64(m.cfg.BlockSize)
+	blocks := func(out int) float64 {
+		return math.Ceil(float64(r.ISLTokens+out)/bs) - math.Ceil(float64(r.ISLTokens)/bs)
+	}
+	n := max(blocks(r.OutputTokens), blocks(r.output))
+	if r.OutputTokens == 0 || m.cfg.OutputDecay == 0 {
+		return n
+	}
+	return math.Round(1000*n*max(0, 1-m.cfg.OutputDecay*float64(r.output)/float64(r.OutputTokens))) / 1000
 }
 
 // promptGen draws a prompt as a path in a small tree of chained blocks, so
@@ -71,6 +88,7 @@ func TestTrackerMatchesModel(t *testing.T) {
 		cfg.AssumeKVReuse = rapid.Bool().Draw(t, "reuse")
 		cfg.TrackPrefillTokens = rapid.Bool().Draw(t, "prefill")
 		cfg.TrackOutputBlocks = rapid.Bool().Draw(t, "output")
+		cfg.OutputDecay = rapid.SampledFrom([]float64{0, 0.5, 1, 2}).Draw(t, "decay")
 		tr, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -135,12 +153,13 @@ func checkProjectThenAdd(t *rapid.T, tr *Tracker, m *model, ws []routing.Worker,
 	for i, w := range ws {
 		matches[i] = routing.Match{Worker: w, Overlap: routing.Overlap{Device: int32(rapid.IntRange(0, len(hashes)+1).Draw(t, "cached"))}}
 	}
-	pot, err := tr.Potential(nil, Query{Hashes: hashes, ISLTokens: isl}, matches)
+	osl := rapid.SampledFrom([]int{0, 0, 1, 7, 40}).Draw(t, "osl")
+	pot, err := tr.Potential(nil, Query{Hashes: hashes, ISLTokens: isl, OutputTokens: osl}, matches)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := rapid.IntRange(0, len(ws)-1).Draw(t, "worker")
-	r := Request{ID: id, Worker: ws[k], Hashes: hashes, ISLTokens: isl, CachedBlocks: int(matches[k].Device)}
+	r := Request{ID: id, Worker: ws[k], Hashes: hashes, ISLTokens: isl, CachedBlocks: int(matches[k].Device), OutputTokens: osl}
 	if err := tr.Add(r, now); err != nil {
 		t.Fatal(err)
 	}

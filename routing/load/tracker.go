@@ -30,7 +30,8 @@ type Request struct {
 	// 0 when unknown. With TrackOutputBlocks the blocks that output will
 	// fill are booked at Add, so that a long generation weighs from the
 	// start rather than only as it grows; tokens reported by
-	// AddOutputTokens grow the booking only past that expectation.
+	// AddOutputTokens grow the booking only past that expectation, and
+	// the output's weight decays as they approach it (output.go).
 	OutputTokens int
 }
 
@@ -42,12 +43,17 @@ type active struct {
 	hashes        []routing.SeqHash
 	isl           int64
 	prefillTokens int64 // uncached tokens still counted as prefill load
-	decodeBlocks  int64 // blocks this request added beyond shared ones
+	decodeBlocks  int64 // prompt blocks this request added beyond shared ones
 	outputTokens  int64
-	// expectedOut is the output blocks booked at Add from the expected
-	// output length (0 without one or without TrackOutputBlocks).
-	expectedOut int64
-	added       time.Time
+	// expectedTokens is the expected output length and expectedOut the
+	// output blocks booked at Add from it (0 without one or without
+	// TrackOutputBlocks).
+	expectedTokens int64
+	expectedOut    int64
+	// outMilli is the weight of the request's output blocks, in
+	// thousandths of a block (output.go).
+	outMilli int64
+	added    time.Time
 }
 
 // Tracker is the active-load tracker. Create it with New.
@@ -146,8 +152,10 @@ func (t *Tracker) addBlocks(ws *workerState, a *active, r Request) {
 		a.decodeBlocks = total
 	}
 	if t.cfg.TrackOutputBlocks {
-		a.expectedOut = t.outputBlocks(a.isl, int64(r.OutputTokens))
-		a.decodeBlocks += a.expectedOut
+		a.expectedTokens = int64(r.OutputTokens)
+		a.expectedOut = t.outputBlocks(a.isl, a.expectedTokens)
+		a.outMilli = t.outputMilli(a)
+		ws.outMilli += a.outMilli
 	}
 	ws.decodeBlocks += a.decodeBlocks
 }
@@ -235,37 +243,6 @@ func (t *Tracker) completePrefill(a *active) {
 	a.prefillTokens = 0
 }
 
-// AddOutputTokens records n more generated tokens. A request that generates
-// has finished its prefill, so this also does what PrefillComplete does.
-// With TrackOutputBlocks, a block is added each time the sequence (prompt
-// plus output) crosses a block boundary.
-func (t *Tracker) AddOutputTokens(id string, n int) error {
-	if n < 0 {
-		return fmt.Errorf("%w: %q: output tokens %d < 0", ErrInvalidRequest, id, n)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.requests[id]
-	if a == nil {
-		return fmt.Errorf("%w: %q", ErrUnknownRequest, id)
-	}
-	t.completePrefill(a)
-	before := max(a.expectedOut, t.outputBlocks(a.isl, a.outputTokens))
-	a.outputTokens += int64(n)
-	if t.cfg.TrackOutputBlocks && t.cfg.TrackActiveBlocks {
-		grown := max(a.expectedOut, t.outputBlocks(a.isl, a.outputTokens)) - before
-		a.decodeBlocks += grown
-		t.workers[a.worker].decodeBlocks += grown
-	}
-	return nil
-}
-
-// outputBlocks is the blocks that out output tokens add to a prompt of
-// isl tokens: the partial tail block of the prompt fills first.
-func (t *Tracker) outputBlocks(isl, out int64) int64 {
-	return ceilDiv(isl+out, t.blockSize) - ceilDiv(isl, t.blockSize)
-}
-
 // Free releases a request's load. It reports whether the request was
 // active; freeing an unknown or already freed id does nothing.
 func (t *Tracker) Free(id string) bool {
@@ -284,6 +261,7 @@ func (t *Tracker) free(id string) bool {
 	ws := t.workers[a.worker]
 	ws.prefillTokens -= a.prefillTokens
 	ws.decodeBlocks -= a.decodeBlocks
+	ws.outMilli -= a.outMilli
 	if len(a.hashes) > 0 {
 		ws.decodeBlocks -= ws.removeShared(a.hashes)
 	}

@@ -8,6 +8,11 @@ type workerState struct {
 	prefillTokens  int64
 	decodeBlocks   int64
 	activeRequests int64
+	// outMilli is the weight of the active requests' output blocks, in
+	// thousandths of a block: with an expected output length their weight
+	// decays (output.go), and integer thousandths keep the sum exact, so
+	// that it returns to zero when the last request is freed.
+	outMilli int64
 	// refs counts, per prompt block hash, the active requests of this worker
 	// that hold the block. It is only filled when KV reuse is assumed; a
 	// block adds to decodeBlocks when its count goes from zero to one.
@@ -76,7 +81,7 @@ func (w *workerState) load() routing.Load {
 	}
 	return routing.Load{
 		PrefillTokens:  w.prefillTokens,
-		DecodeBlocks:   w.decodeBlocks,
+		DecodeBlocks:   w.decodeBlocks + (w.outMilli+milli/2)/milli,
 		ActiveRequests: w.activeRequests,
 	}
 }

@@ -14,8 +14,9 @@ type Candidate struct {
 	Info routing.WorkerInfo
 	// Overlap is the request's cached prefix on the worker, per tier.
 	Overlap routing.Overlap
-	// SharedHits is the number of the request's blocks found in an external
-	// shared cache at positions at or beyond Overlap.Device.
+	// SharedHits is the number of the request's blocks found in the DC's
+	// shared KV store (the exact index's shared tier) at positions at or
+	// beyond Overlap.Device; the Decider fills it (decide_shared.go).
 	SharedHits int32
 	// Load is the potential load if the worker took the request.
 	Load routing.Load

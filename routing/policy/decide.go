@@ -28,8 +28,11 @@ type Decider struct {
 	cfg    DeciderConfig
 	exact  *index.Exact
 	approx *index.Approx
-	side   *index.Approx
-	pipe   *Pipeline
+	// text matches text prompts: approx itself under the TTL policy, a
+	// TTL index of its own under LRU (decide_approx.go).
+	text *index.Approx
+	side *index.Approx
+	pipe *Pipeline
 	// authoritative: the session store binds first (see Authoritative).
 	authoritative bool
 
@@ -60,12 +63,12 @@ func NewDecider(cfg DeciderConfig, exact *index.Exact) (*Decider, error) {
 	return d, d.buildPipeline()
 }
 
-// buildIndexes makes the approximate index and, with PredictTTL, the side
-// index.
+// buildIndexes makes the approximate indexes and, with PredictTTL, the
+// side index.
 func (d *Decider) buildIndexes() error {
-	var err error
-	if d.approx, err = index.NewApprox(index.ApproxConfig{TTL: d.cfg.ApproxTTL}); err != nil {
-		return configError("approx_ttl: %w", err)
+	err := d.buildApprox()
+	if err != nil {
+		return err
 	}
 	if d.cfg.PredictTTL > 0 {
 		if d.side, err = index.NewSide(index.ApproxConfig{TTL: d.cfg.PredictTTL}); err != nil {
@@ -88,7 +91,8 @@ func (d *Decider) buildPipeline() error {
 }
 
 // Approx returns the Decider's own approximate index, which approximate
-// mode and text prompts match against.
+// mode matches against (and text prompts too, under the TTL policy; under
+// LRU they have a TTL index of their own, decide_approx.go).
 func (d *Decider) Approx() *index.Approx { return d.approx }
 
 // Query is one request as the decision path sees it.
@@ -137,6 +141,7 @@ type Scratch struct {
 	Keyed       bool
 
 	exact, side, matches, all []routing.Match
+	shared                    []index.Range
 	loads                     []routing.Load
 	cands                     []Candidate
 	dec                       Decision
@@ -324,9 +329,8 @@ func (d *Decider) maybeExpire(now time.Time) {
 			d.cfg.Log.Warn("freed requests whose completion never arrived", "count", n)
 		}
 	}
-	d.approx.Prune(now)
-	if d.side != nil {
-		d.side.Prune(now)
+	for _, a := range d.approxIndexes() {
+		a.Prune(now)
 	}
 }
 
@@ -337,9 +341,8 @@ func (d *Decider) RemoveWorker(w routing.Worker) {
 	for _, t := range d.allTrackers() {
 		t.RemoveWorker(w)
 	}
-	d.approx.RemoveWorker(w)
-	if d.side != nil {
-		d.side.RemoveWorker(w)
+	for _, a := range d.approxIndexes() {
+		a.RemoveWorker(w)
 	}
 }
 

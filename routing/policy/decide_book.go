@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/load"
 )
 
@@ -18,25 +19,33 @@ func (d *Decider) Book(ctx context.Context, sc *Scratch, q *Query, ch *Choice) (
 	if err := p.tracker.Add(lr, p.now); err != nil {
 		return Booking{}, fmt.Errorf("%w: booking: %w", ErrInvalidRequest, err)
 	}
-	d.record(sc, w)
+	lease := d.record(sc, &sc.cands[ch.index].Info)
 	d.holdSession(ctx, &ch.s, w, ch.Bound, p.now)
-	return Booking{d: d, id: q.ID, t: p.tracker, w: w, s: ch.s}, nil
+	b := Booking{d: d, id: q.ID, t: p.tracker, w: w, s: ch.s, lease: lease}
+	b.out = newOutputCount(p.tracker, p.isl)
+	return b, nil
 }
 
-// record teaches the Decider's own indexes the decision: the approximate
-// index for text and approximate mode, else the side index when
-// predicting. A failure only costs future overlap, so it is logged.
-func (d *Decider) record(sc *Scratch, w routing.Worker) {
+// record teaches the Decider's own indexes the decision: the text index
+// for text, the approximate index in approximate mode, else the side
+// index when predicting. It returns the approximate index's lease (LRU),
+// which the booking releases. A failure only costs future overlap, so it
+// is logged.
+func (d *Decider) record(sc *Scratch, info *routing.WorkerInfo) index.Lease {
+	var lease index.Lease
 	var err error
 	switch {
-	case sc.Text || d.cfg.ApproximateMode:
-		_, err = d.approx.Record(w, sc.Hashes, sc.plan.now)
+	case sc.Text:
+		_, err = d.text.Record(info.Worker, sc.Hashes, sc.plan.now)
+	case d.cfg.ApproximateMode:
+		lease, err = d.recordApprox(info, sc.Hashes, sc.plan.now)
 	case d.side != nil:
-		_, err = d.side.Record(w, sc.Hashes, sc.plan.now)
+		_, err = d.side.Record(info.Worker, sc.Hashes, sc.plan.now)
 	}
 	if err != nil {
-		d.cfg.Log.Warn("recording a routing decision", "worker", w.String(), "err", err)
+		d.cfg.Log.Warn("recording a routing decision", "worker", info.Worker.String(), "err", err)
 	}
+	return lease
 }
 
 // Outcome is how a booked request ended.
@@ -61,6 +70,11 @@ type Booking struct {
 	t  *load.Tracker
 	w  routing.Worker
 	s  session
+	// lease holds the request's blocks in the LRU approximate index
+	// until Done; 0 under TTL.
+	lease index.Lease
+	// out counts the request's generated tokens (decide_output.go).
+	out outputCount
 }
 
 // Worker is the booked worker.
@@ -95,6 +109,7 @@ func (b *Booking) Done(ctx context.Context, o Outcome) {
 		b.d.suspect(b.w.ID)
 	}
 	b.t.Free(b.id)
+	b.d.releaseApprox(b.lease)
 	if o == Succeeded {
 		b.d.commitBinding(ctx, &b.s, b.w)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/load"
 )
 
@@ -55,6 +56,12 @@ type DeciderConfig struct {
 	// from its decisions, instead of the exact index.
 	ApproximateMode bool
 	ApproxTTL       time.Duration
+	// ApproxPolicy is how the approximate index of approximate mode
+	// forgets: index.PolicyTTL (the zero value) after ApproxTTL, or
+	// index.PolicyLRU by modelling each rank's cache at its advertised
+	// capacity (WorkerInfo.TotalBlocks), keeping the blocks of active
+	// requests (decide_approx.go). LRU needs ApproximateMode.
+	ApproxPolicy index.Policy
 	// PredictTTL, when positive, records every decision in the
 	// predict-on-route side index, merged with the exact index's matches
 	// until the engine's events catch up.
@@ -157,8 +164,10 @@ func (c DeciderConfig) validate() error {
 		return configError("max_sessions: must be > 0, got %d", c.MaxSessions)
 	case c.AffinityMode != AffinityHard && c.AffinityMode != AffinitySoft:
 		return configError("affinity_mode: must be hard or soft, got %d", c.AffinityMode)
+	case c.ApproxPolicy == index.PolicyLRU && !c.ApproximateMode:
+		return configError("approx_policy: lru models the caches of approximate mode; with KV events on it has no effect")
 	}
-	return nil
+	return c.Tracking.validate()
 }
 
 // trackerConfig is the load tracker configuration of a block size.

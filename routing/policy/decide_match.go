@@ -13,7 +13,9 @@ import (
 func (d *Decider) Match(sc *Scratch) {
 	p := &sc.plan
 	switch {
-	case sc.Text || d.cfg.ApproximateMode:
+	case sc.Text:
+		sc.matches = d.text.FindMatches(sc.Hashes, p.now, sc.matches[:0])
+	case d.cfg.ApproximateMode:
 		sc.matches = d.approx.FindMatches(sc.Hashes, p.now, sc.matches[:0])
 	case d.side != nil:
 		sc.exact = d.exact.FindMatches(sc.Hashes, sc.exact[:0])
@@ -29,6 +31,9 @@ func (d *Decider) Match(sc *Scratch) {
 		}
 	}
 	assignOverlaps(sc.cands, sc.matches)
+	if !sc.Text && !d.cfg.ApproximateMode {
+		d.sharedHits(sc)
+	}
 }
 
 // assignOverlaps copies each match's overlap to its candidate; both lists

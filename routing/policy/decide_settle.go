@@ -9,10 +9,12 @@ import "context"
 // successful request settles it: a request on its bound worker restarts
 // the binding's idle timer, and a new session is bound (compare-and-set)
 // to the chosen worker, so that a caller that only selects still gets
-// session affinity. No load is booked, so there is nothing to end.
+// session affinity. No load is booked, so there is nothing to end, and an
+// LRU approximate index gets the prompt as released at once: no request
+// will hold its blocks.
 func (d *Decider) Settle(ctx context.Context, sc *Scratch, ch *Choice) {
 	w := ch.Worker
-	d.record(sc, w)
+	d.releaseApprox(d.record(sc, &sc.cands[ch.index].Info))
 	d.holdSession(ctx, &ch.s, w, ch.Bound, sc.plan.now)
 	d.commitBinding(ctx, &ch.s, w)
 	d.releaseSession(ctx, &ch.s)

@@ -22,8 +22,13 @@ type Tracking struct {
 	// no decode.
 	NoActiveBlocks bool
 	// OutputBlocks adds a block each time a request's output crosses a
-	// block boundary (track_output_blocks).
+	// block boundary (track_output_blocks), and books the blocks of an
+	// expected output length at routing.
 	OutputBlocks bool
+	// OutputDecay, when set, replaces load.DefaultOutputDecay: how fast
+	// the output blocks of a request with an expected length lose weight
+	// as it nears that length (output_block_decay, load.Config.OutputDecay).
+	OutputDecay *float64
 }
 
 // apply sets the toggles on a tracker configuration.
@@ -32,7 +37,20 @@ func (t Tracking) apply(c load.Config) load.Config {
 	c.AssumeKVReuse = !t.NoKVReuse
 	c.TrackPrefillTokens = !t.NoPrefillTokens
 	c.TrackOutputBlocks = t.OutputBlocks
+	if t.OutputDecay != nil {
+		c.OutputDecay = *t.OutputDecay
+	}
 	return c
+}
+
+// validate checks the toggles' values with the tracker's own rules, so
+// that a bad one is refused when the Decider is built rather than when
+// the first tracker is.
+func (t Tracking) validate() error {
+	if err := t.apply(load.DefaultConfig(1)).Validate(); err != nil {
+		return configError("tracking: %w", err)
+	}
+	return nil
 }
 
 // mask zeroes the blocks of an engine-reported load when the trackers

@@ -1,7 +1,8 @@
 // Package policy chooses the worker that serves a request: eligibility
 // filters narrow the candidates, then a selector picks one of them. Both are
 // small plugin interfaces (Filter, Selector), one implementation per file,
-// and New builds a selector by its configuration name.
+// and New builds a selector by its configuration name (or the reference's
+// short name of it: "rr", "p2c").
 //
 // Selectors: "kv" (the KV cost model: cached prefix credit against prefill
 // and decode load, argmin with uniform random tie-break or softmax sampling
@@ -13,8 +14,19 @@
 //
 // Inputs. A Candidate carries a worker's advertised WorkerInfo, its cached
 // prefix (routing.Overlap, device depth plus the host and disk runs that
-// continue it) and two loads, taken as values so that this package does not
-// depend on how they were measured (routing/load computes both):
+// continue it), its shared-cache hits and two loads, taken as values so
+// that this package does not depend on how they were measured
+// (routing/load computes both loads):
+//   - SharedHits are the request's blocks in the DC's shared KV store
+//     (routing.TierShared: a store outside any engine, such as SGLang
+//     HiCache's L3 on Mooncake, whose blocks engines report under a shared
+//     medium). A shared block is reachable by every engine whose prompt
+//     has it, so the Decider computes the request's shared runs once
+//     (index.Exact.SharedRanges) and gives each candidate the positions at
+//     or beyond its own device prefix, as the reference's
+//     shared_hits_beyond_device does; blocks below it are already credited
+//     as device blocks. The kv cost model credits them at
+//     KVConfig.SharedCacheMultiplier.
 //   - Load is the potential load if the worker took this request:
 //     Load.PrefillTokens and Load.DecodeBlocks include the request (its
 //     uncached tokens, max(0, ISL - Overlap.Device*BlockSize), and its
@@ -42,7 +54,9 @@
 // simulator (sim) both run: candidates at the model's block size minus the
 // suspects (engines a request could not reach, for a timeout), matching in
 // the exact index (merged with the predict-on-route side index) or the
-// Decider's own approximate index, load projection from the bookings
+// Decider's own approximate index (TTL, or an LRU model of each rank's
+// cache at its advertised capacity whose leases the bookings hold; text
+// prompts always match a TTL index), load projection from the bookings
 // (routing/load) plus what engines report beyond them, session affinity
 // over a Bindings store (hard or soft, bind after success or, on an
 // Authoritative store, before dispatch), the pipeline, and the booking,

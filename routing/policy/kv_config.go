@@ -25,9 +25,11 @@ type KVConfig struct {
 	// DiskCacheHitWeight is the credit per block in the disk run after the
 	// host run (disk_cache_hit_weight), in [0, 1]. Default 0.25.
 	DiskCacheHitWeight float64
-	// SharedCacheMultiplier is the credit per block found in an external
-	// shared cache beyond the device prefix (shared_cache_multiplier).
-	// Default 0: shared caches are off unless configured.
+	// SharedCacheMultiplier is the credit per block found in the DC's
+	// shared KV store beyond the device prefix (shared_cache_multiplier;
+	// Candidate.SharedHits). Default 0, the reference library's: off
+	// unless configured (the router node's option defaults to 0.5, the
+	// reference command line's).
 	SharedCacheMultiplier float64
 	// DecodeActiveRequestWeight is a cost in blocks per active request
 	// (decode_active_request_weight), for engines whose decode slows with

@@ -55,11 +55,39 @@ var constructors = map[string]func(Options) (Selector, error){
 	NameDirect:      func(Options) (Selector, error) { return Direct{}, nil },
 }
 
-// New returns the selector registered under name, configured from o. An
-// unknown name is an *UnknownPolicyError; an invalid configuration wraps
-// ErrInvalidConfig.
+// aliases are the reference router's short names of its modes, each
+// mapped to the registered name it abbreviates, so that its command lines
+// and manifests work unchanged. They are not listed by Names: help and
+// documentation name each selector once.
+var aliases = map[string]string{
+	"rr":  NameRoundRobin,
+	"p2c": NamePowerOfTwo,
+}
+
+// Canonical returns the registered name that name stands for: name itself,
+// or the name an alias abbreviates; "" when name is neither.
+func Canonical(name string) string {
+	if _, ok := constructors[name]; ok {
+		return name
+	}
+	return aliases[name]
+}
+
+// Aliases returns the short names, sorted, for help texts.
+func Aliases() []string {
+	out := make([]string, 0, len(aliases))
+	for a := range aliases {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// New returns the selector registered under name (or an alias of it, see
+// Canonical), configured from o. An unknown name is an
+// *UnknownPolicyError; an invalid configuration wraps ErrInvalidConfig.
 func New(name string, o Options) (Selector, error) {
-	mk, ok := constructors[name]
+	mk, ok := constructors[Canonical(name)]
 	if !ok {
 		return nil, &UnknownPolicyError{Name: name}
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,33 @@ func TestNew(t *testing.T) {
 		if s.Name() != name {
 			t.Fatalf("New(%q).Name() = %q", name, s.Name())
 		}
+	}
+}
+
+// TestAliases checks the reference's short mode names: each builds the
+// selector it abbreviates, under that selector's own name, and is not a
+// name of its own.
+func TestAliases(t *testing.T) {
+	for alias, want := range map[string]string{"rr": NameRoundRobin, "p2c": NamePowerOfTwo} {
+		if got := Canonical(alias); got != want {
+			t.Fatalf("Canonical(%q) = %q, want %q", alias, got, want)
+		}
+		s, err := New(alias, DefaultOptions(rng(1)))
+		if err != nil || s.Name() != want {
+			t.Fatalf("New(%q) = %v, %v; want the %s selector", alias, s, err, want)
+		}
+		if slices.Contains(Names(), alias) {
+			t.Fatalf("Names() lists the alias %q", alias)
+		}
+	}
+	if got := Canonical("kv"); got != NameKV {
+		t.Fatalf("Canonical(kv) = %q", got)
+	}
+	if got := Canonical("lru"); got != "" {
+		t.Fatalf("Canonical(lru) = %q, want empty", got)
+	}
+	if got := strings.Join(Aliases(), ","); got != "p2c,rr" {
+		t.Fatalf("Aliases() = %s", got)
 	}
 }
 

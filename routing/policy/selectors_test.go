@@ -63,6 +63,11 @@ func TestLeastLoaded(t *testing.T) {
 	if err := (LeastLoaded{}).Select(&d, &Request{}, cands); err != nil || d.Index != 1 {
 		t.Fatalf("picked %d, %v", d.Index, err)
 	}
+	// Equal active requests: the fewer decode blocks win.
+	cands = []Candidate{c(1, 0, 0, 0, 4), c(2, 0, 0, 9, 1), c(3, 0, 0, 3, 1)}
+	if err := (LeastLoaded{}).Select(&d, &Request{}, cands); err != nil || d.Index != 2 {
+		t.Fatalf("tie on active requests: picked %d, %v; want the fewer decode blocks", d.Index, err)
+	}
 }
 
 func TestDeviceAware(t *testing.T) {

@@ -27,7 +27,7 @@
 //     the built-in catalogue: "default" (the kv cost model),
 //     "dynamo-two-tier-cost-fn" with its params (cache_threshold,
 //     balance_abs_threshold, balance_rel_threshold, host_cache_weight), or
-//     any name of policy.Names().
+//     any name of policy.Names() or its short name (policy.Canonical).
 //
 // A class that no family maps to is explicit: a header naming it selects
 // it directly, bypassing classification.

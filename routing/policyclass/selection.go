@@ -3,13 +3,12 @@ package policyclass
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
 // The built-in worker-selection type names of the reference's catalogue;
-// every name of policy.Names() is accepted too.
+// every name of policy.Names(), and its short name, is accepted too.
 const (
 	SelectionDefault = "default"
 	SelectionTwoTier = "dynamo-two-tier-cost-fn"
@@ -67,8 +66,8 @@ func resolveSelection(path string, stages map[string]selectionDoc) (*Selection, 
 			return nil, err
 		}
 		return s, nil
-	case slices.Contains(policy.Names(), doc.Type):
-		s.Policy = doc.Type
+	case policy.Canonical(doc.Type) != "":
+		s.Policy = policy.Canonical(doc.Type)
 	default:
 		return nil, pathError(join(path, "type"), "unknown policy %q (built in: %s, %s, %v)", doc.Type, SelectionDefault, SelectionTwoTier, policy.Names())
 	}
