@@ -52,6 +52,9 @@ func (d *Dispatcher) query(r *Request) policy.Query {
 	if r.Pin != nil {
 		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
 	}
+	if r.Subset != nil {
+		q.Allowed = d.allowed(r)
+	}
 	return q
 }
 

@@ -44,6 +44,12 @@ type Request struct {
 	SessionFinal bool
 	// Pin optionally names the exact engine (and rank) to use.
 	Pin *Pin
+	// Subset, when not nil, restricts the choice to the engines whose
+	// endpoint (HostPort of their URL) it lists: a gateway's subset hint.
+	// With disaggregated serving it restricts the decode engine, and the
+	// prefill engine only when it lists one of the model's prefill
+	// engines (policy.Disagg). Empty allows none: ErrNoEngine.
+	Subset []string
 	// MaxTokens is the requested output length, 0 when unknown.
 	MaxTokens int
 	// Arrival is when the frontend received the request.

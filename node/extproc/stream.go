@@ -185,7 +185,7 @@ func (x *exchange) route() error {
 	if err != nil {
 		return x.refuse(err)
 	}
-	endpoint, err := selection.HostPort(dec.EndpointURL)
+	endpoint, err := dispatch.HostPort(dec.EndpointURL)
 	if err != nil {
 		dec.Done(err)
 		return x.refuse(fmt.Errorf("%w: %w", dispatch.ErrNoEngine, err))

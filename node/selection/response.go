@@ -1,10 +1,6 @@
 package selection
 
 import (
-	"fmt"
-	"net"
-	"net/url"
-
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -35,27 +31,10 @@ func decisionResponse(id string, d *dispatch.Decision) *kvrpb.SelectResponse {
 }
 
 func worker(w routing.Worker, baseURL string) *kvrpb.SelectWorker {
-	hp, _ := HostPort(baseURL)
+	hp, _ := dispatch.HostPort(baseURL)
 	return &kvrpb.SelectWorker{EngineId: uint64(w.ID), DpRank: w.Rank, Endpoint: hp, Url: baseURL}
 }
 
 func load(l routing.Load) *kvrpb.SelectLoad {
 	return &kvrpb.SelectLoad{PrefillTokens: l.PrefillTokens, DecodeBlocks: l.DecodeBlocks, ActiveRequests: l.ActiveRequests}
-}
-
-// HostPort is the host:port of an engine's base URL, as a gateway's
-// destination header carries it: the URL's port, else its scheme's.
-func HostPort(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("engine URL %q has no host", baseURL)
-	}
-	if u.Port() != "" {
-		return u.Host, nil
-	}
-	port := "80"
-	if u.Scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(u.Hostname(), port), nil
 }

@@ -62,17 +62,3 @@ func TestSelectCodeOfEveryClass(t *testing.T) {
 		t.Errorf("selection not found is %d", c.Status)
 	}
 }
-
-// TestHostPort: the destination of an engine URL is its host and port,
-// the scheme's port when it has none.
-func TestSelectHostPort(t *testing.T) {
-	for in, want := range map[string]string{"http://10.0.0.1:8000": "10.0.0.1:8000", "https://e.svc": "e.svc:443",
-		"http://[::1]": "[::1]:80"} {
-		if got, err := HostPort(in); err != nil || got != want {
-			t.Errorf("HostPort(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := HostPort("nope"); err == nil {
-		t.Error("a URL without a host has a destination")
-	}
-}
