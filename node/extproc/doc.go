@@ -49,9 +49,16 @@
 // through under FailOpen). The body itself must arrive within
 // Config.BodyTimeout of the headers, the frontend's slowloris bound.
 //
-// Refusals. The picker does not honour the extension's subset hint
-// (envoy.lb.subset_hint) and returns one endpoint, no fallbacks; it does
-// not rewrite bodies.
+// Subset hint. The extension's subset hint (the list under
+// x-gateway-destination-endpoint-subset in the envoy.lb.subset_hint
+// namespace of a request message's filter metadata) becomes the
+// request's dispatch.Request.Subset: the decision chooses only among the
+// engines whose endpoint it lists. A request it leaves without an engine
+// (an empty list, or none of its endpoints usable) is answered 503, also
+// under FailOpen, as the protocol requires.
+//
+// Refusals. The picker returns one endpoint, no fallbacks; it does not
+// rewrite bodies.
 //
 // Concurrency. A Server is safe for concurrent use; each stream is served
 // on gRPC's goroutine for it and starts none. Health answers the gRPC

@@ -54,8 +54,11 @@ type exchange struct {
 	header     http.Header
 	body       []byte
 	bodyDue    time.Time
-	dec        *dispatch.Decision
-	upstream   error
+	// subset is the gateway's subset hint (nil: none): the endpoints the
+	// request may go to.
+	subset   []string
+	dec      *dispatch.Decision
+	upstream error
 	// firstChunk is set once the response's first body chunk arrived.
 	firstChunk bool
 }
@@ -83,6 +86,11 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
 		x.reqMode, x.respMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
 		x.deferHeaders = x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED ||
 			x.reqMode == filterv3.ProcessingMode_STREAMED && pc.GetSendBodyWithoutWaitingForHeaderResponse()
+	}
+	if x.phase < answered {
+		if subset, ok := subsetHint(req.GetMetadataContext()); ok {
+			x.subset = subset
+		}
 	}
 	switch v := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
@@ -210,6 +218,7 @@ func (x *exchange) decide(start time.Time) (*dispatch.Decision, error) {
 		return nil, err
 	}
 	defer release()
+	req.Subset = x.subset
 	return x.s.router.Route(ctx, req)
 }
 
@@ -245,7 +254,7 @@ func (x *exchange) answer(endpoint string) error {
 // without a destination.
 func (x *exchange) refuse(err error) error {
 	c := x.s.errs.Classify(err)
-	if x.s.cfg.FailOpen && fallsThrough(c) && x.phase == readingBody {
+	if x.s.cfg.FailOpen && fallsThrough(c) && !x.subsetUnmet(err) && x.phase == readingBody {
 		x.s.log.Debug("no destination: the gateway's balancing applies", "err", err)
 		x.s.observe(metrics.OutcomeFellThrough)
 		return x.answer("")
@@ -254,6 +263,13 @@ func (x *exchange) refuse(err error) error {
 	x.phase = finished
 	x.body = nil
 	return x.send(immediate(c, err))
+}
+
+// subsetUnmet reports a request the subset hint left without an engine:
+// the protocol's answer is 503, even under FailOpen, since the gateway's
+// own balancing would not keep to the subset.
+func (x *exchange) subsetUnmet(err error) bool {
+	return x.subset != nil && errors.Is(err, dispatch.ErrNoEngine)
 }
 
 // book keeps the decision until the response ends.
