@@ -42,8 +42,12 @@ type Request struct {
 	SessionID, ParentSessionID string
 	// SessionFinal ends the session after this request.
 	SessionFinal bool
-	// Pin optionally names the exact engine (and rank) to use.
+	// Pin optionally names the exact engine (and rank) to use: with
+	// disaggregated serving, the decode engine.
 	Pin *Pin
+	// PrefillPin optionally names the prefill engine (and rank) of a
+	// disaggregated request; a request served whole ignores it.
+	PrefillPin *Pin
 	// Subset, when not nil, restricts the choice to the engines whose
 	// endpoint (HostPort of their URL) it lists: a gateway's subset hint.
 	// With disaggregated serving it restricts the decode engine, and the

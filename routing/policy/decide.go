@@ -102,8 +102,10 @@ type Query struct {
 	Ranks []routing.WorkerInfo
 	// ISLTokens is the prompt length in tokens (estimated for text).
 	ISLTokens int
-	// Pin optionally names the exact engine (and rank) to use.
-	Pin *Pin
+	// Pin optionally names the exact engine (and rank) to use: under
+	// Disagg, the decode rank. PrefillPin names Disagg's prefill rank;
+	// a Decider ignores it.
+	Pin, PrefillPin *Pin
 	// Allowed, when not nil, restricts the choice to these engines (a
 	// gateway's endpoint subset): the pipeline filters the others out, a
 	// session bound outside the set moves on success as a soft miss does,

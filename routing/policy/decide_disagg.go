@@ -121,12 +121,15 @@ func (g *Disagg) Candidates(ctx context.Context, ds *DisaggScratch, q *Query, no
 		ds.pranks = append(ds.pranks[:0], ds.dranks...)
 	}
 	ds.pq = *q
-	ds.pq.Ranks, ds.pq.SessionKey, ds.pq.SessionFinal, ds.pq.Pin, ds.pq.Selector = ds.pranks, "", false, nil, nil
+	ds.pq.Ranks, ds.pq.SessionKey, ds.pq.SessionFinal, ds.pq.Selector = ds.pranks, "", false, nil
+	ds.pq.Pin, ds.pq.PrefillPin = q.PrefillPin, nil
 	ds.pq.Allowed = prefillAllowed(q.Allowed, ds.layout.Prefill)
 	// The prefill hop generates one token (max_tokens 1).
 	ds.pq.OutputTokens = 1
 	if err := g.prefill.Candidates(&ds.Prefill, &ds.pq, now); err != nil {
-		if errors.Is(err, ErrNoCompatibleWorker) {
+		// A pinned prefill engine that is unavailable leaves the request
+		// unserved, not the model without a prefill stage.
+		if errors.Is(err, ErrNoCompatibleWorker) && q.PrefillPin == nil {
 			return fmt.Errorf("%w: %w", ErrNoPrefillWorker, err)
 		}
 		return err
@@ -190,7 +193,7 @@ func (g *Disagg) Match(ds *DisaggScratch) { g.prefill.Match(&ds.Prefill) }
 // then the decode rank among those in its transfer domain: the session's
 // bound rank, or the least costly by decode load. The decode stage sees
 // the request's pin, session and thresholds; the prefill stage its
-// thresholds and overlap credit.
+// prefill pin, thresholds and overlap credit.
 func (g *Disagg) Choose(ctx context.Context, ds *DisaggScratch, q *Query) (Pair, error) {
 	var p Pair
 	var err error
