@@ -21,13 +21,27 @@ func selectionResponse(id string, s *dispatch.Selection) *kvrpb.SelectResponse {
 		}
 		out.Candidates[i] = sc
 	}
+	if p := s.Prefill; p != nil {
+		out.PrefillWorker = prefillWorker(p.Worker, p.EndpointURL, p.BootstrapPort, p.DPSize)
+	}
 	return out
 }
 
 // decisionResponse is the answer of a reservation.
 func decisionResponse(id string, d *dispatch.Decision) *kvrpb.SelectResponse {
-	return &kvrpb.SelectResponse{RequestId: id, Worker: worker(d.Worker, d.EndpointURL),
+	out := &kvrpb.SelectResponse{RequestId: id, Worker: worker(d.Worker, d.EndpointURL),
 		Blocks: uint32(d.Blocks), CachedBlocks: uint32(d.CachedBlocks), SessionBound: d.SessionBound}
+	if p := d.Prefill; p != nil {
+		out.PrefillWorker = prefillWorker(p.Worker, p.EndpointURL, p.BootstrapPort, p.DPSize)
+	}
+	return out
+}
+
+// prefillWorker is a pair's prefill engine, with what its hand-off needs.
+func prefillWorker(w routing.Worker, baseURL string, bootstrapPort, dpSize uint32) *kvrpb.SelectWorker {
+	out := worker(w, baseURL)
+	out.BootstrapPort, out.DpSize = bootstrapPort, dpSize
+	return out
 }
 
 func worker(w routing.Worker, baseURL string) *kvrpb.SelectWorker {

@@ -25,10 +25,17 @@ type selections struct {
 
 // selected is one kept selection.
 type selected struct {
-	req     dispatch.Request
-	worker  dispatch.Pin
+	req dispatch.Request
+	pins
 	expires time.Time
 	bytes   int64
+}
+
+// pins are a selection's engines: the engine (a pair's decode engine) and
+// a pair's prefill engine (nil for aggregated serving).
+type pins struct {
+	worker  dispatch.Pin
+	prefill *dispatch.Pin
 }
 
 func newSelections(ttl time.Duration, maxN int, maxBytes int64) *selections {
@@ -36,11 +43,11 @@ func newSelections(ttl time.Duration, maxN int, maxBytes int64) *selections {
 }
 
 // put keeps a copy of r (its prompt included, since r's tokens are lent)
-// as chosen to go to w, and returns its id.
-func (ss *selections) put(r *dispatch.Request, w dispatch.Pin, now time.Time) string {
-	e := &selected{req: *r, worker: w, expires: now.Add(ss.ttl)}
+// as chosen to go to p's engines, and returns its id.
+func (ss *selections) put(r *dispatch.Request, p pins, now time.Time) string {
+	e := &selected{req: *r, pins: p, expires: now.Add(ss.ttl)}
 	e.req.Tokens = append([]uint32(nil), r.Tokens...)
-	e.req.Pin, e.req.OverlapScoreCredit = nil, cloneFloat(r.OverlapScoreCredit)
+	e.req.Pin, e.req.PrefillPin, e.req.OverlapScoreCredit = nil, nil, cloneFloat(r.OverlapScoreCredit)
 	e.bytes = int64(4*len(e.req.Tokens) + len(e.req.Text) + 256)
 	id := newID()
 	ss.mu.Lock()

@@ -19,7 +19,7 @@ func TestSelectionsAreBoundedAndTakenOnce(t *testing.T) {
 	r := &dispatch.Request{ID: "r", Model: "m", Tokens: make([]uint32, 100)}
 	ids := make([]string, 4)
 	for i := range ids {
-		ids[i] = ss.put(r, dispatch.Pin{Engine: 1}, t0)
+		ids[i] = ss.put(r, pins{worker: dispatch.Pin{Engine: 1}}, t0)
 	}
 	if _, ok := ss.take(ids[0], t0); ok {
 		t.Error("the oldest selection outlived the byte bound")
