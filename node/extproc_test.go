@@ -32,6 +32,8 @@ type envoy struct {
 	// md is the filter metadata sent with the request headers (a subset
 	// hint), nil for none.
 	md *corev3.Metadata
+	// routed is the answer that carried the destination.
+	routed *extprocv3.CommonResponse
 }
 
 func newEnvoy(t *testing.T, f *fleet, mode filterv3.ProcessingMode_BodySendMode) *envoy {
@@ -111,6 +113,7 @@ func (e *envoy) request(body []byte, n int, hdrs map[string]string) (string, *ex
 	if duplex {
 		c = r.GetRequestHeaders().GetResponse()
 	}
+	e.routed = c
 	return e.destination(c, r), nil
 }
 
@@ -317,12 +320,7 @@ func (f *fleet) engineEndpoints() map[string]bool {
 // reports it.
 func (f *fleet) engineEndpoint(id uint64) string {
 	f.t.Helper()
-	sel, err := selectClient(f.t, f).Select(context.Background(), &kvrpb.SelectRequest{Model: model, Prompt: tokenPrompt(1, 16),
-		Headers: map[string]string{"X-Worker-Instance-Id": strconv.FormatUint(id, 10)}})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return sel.GetWorker().GetEndpoint()
+	return f.engineWorker(id).GetEndpoint()
 }
 
 // subsetHint is the filter metadata of a gateway's subset hint.
@@ -376,4 +374,90 @@ func TestExtProcSubsetHint(t *testing.T) {
 			t.Errorf("subset %v: destination %q, immediate %v; want 503", md, dest, im)
 		}
 	}
+}
+
+// setHeader is the value the routed answer sets header to, "" if none.
+func (e *envoy) setHeader(key string) string {
+	for _, h := range e.routed.GetHeaderMutation().GetSetHeaders() {
+		if h.GetHeader().GetKey() == key {
+			return string(h.GetHeader().GetRawValue())
+		}
+	}
+	return ""
+}
+
+// TestExtProcDisaggPair: for a disaggregated model the picker sends the
+// request to the decode engine and names the prefill engine caching the
+// prompt in x-prefiller-host-port, over the one the client sent, for the
+// decode engine's sidecar; both hops are booked, the prefill hop until
+// the response's first chunk and the decode hop until its end. An
+// aggregated answer removes a prefill header the client sent.
+func TestExtProcDisaggPair(t *testing.T) {
+	f := selectDisaggFleet(t)
+	prompt := seq(1000, 256)
+	cacher := f.cachedPrefill(prompt)
+	sel, err := selectClient(t, f).Select(context.Background(), &kvrpb.SelectRequest{Model: model,
+		Prompt: idsPrompt(append(seq(1000, 240), seq(90000, 64)...))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefill := sel.GetPrefillWorker()
+	if !strings.HasPrefix(cacher, strconv.FormatUint(prefill.GetEngineId(), 10)+"/") {
+		t.Fatalf("Select's prefill engine %v, the cache is on %s", prefill, cacher)
+	}
+	decodes := map[string]*kvrpb.SelectWorker{}
+	for _, id := range []uint64{3, 4} {
+		w := f.engineWorker(id)
+		decodes[w.GetEndpoint()] = w
+	}
+	e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
+	dest, im := e.request(completionBody(append(seq(1000, 240), seq(90000, 64)...)), 0,
+		map[string]string{"x-prefiller-host-port": "169.254.169.254:80"})
+	if im != nil || decodes[dest] == nil {
+		t.Fatalf("destination %q (decode engines %v), immediate %v", dest, decodes, im)
+	}
+	if got := e.setHeader("x-prefiller-host-port"); got != prefill.GetEndpoint() {
+		t.Fatalf("x-prefiller-host-port %q, want the caching prefill engine's %q", got, prefill.GetEndpoint())
+	}
+	if pt, _ := f.activeLoad(prefill); pt <= 0 {
+		t.Fatalf("prefill engine's booked prefill tokens %v", pt)
+	}
+	if _, db := f.activeLoad(decodes[dest]); db <= 0 {
+		t.Fatalf("decode engine's booked blocks %v", db)
+	}
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}}}}}})
+	e.recv()
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+		Body: []byte("data: {}\n\n")}}})
+	e.recv()
+	if pt, _ := f.activeLoad(prefill); pt != 0 {
+		t.Fatalf("prefill engine's booked prefill tokens %v after the first chunk", pt)
+	}
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+		Body: []byte("data: [DONE]\n\n"), EndOfStream: true}}})
+	e.recv()
+	f.waitReservations(0)
+	if _, db := f.activeLoad(decodes[dest]); db != 0 {
+		t.Fatalf("decode engine's booked blocks %v after the response", db)
+	}
+
+	agg := pickerFleet(t, 1, nil)
+	e = newEnvoy(t, agg, filterv3.ProcessingMode_BUFFERED)
+	if _, im := e.request(completionBody(seq(1, 64)), 0, map[string]string{"x-prefiller-host-port": "169.254.169.254:80"}); im != nil ||
+		!slices.Contains(e.routed.GetHeaderMutation().GetRemoveHeaders(), "x-prefiller-host-port") || e.setHeader("x-prefiller-host-port") != "" {
+		t.Fatalf("aggregated answer %v, immediate %v: the client's prefill header stays", e.routed, im)
+	}
+	e.respond("200", "data: [DONE]\n\n")
+}
+
+// engineWorker is engine id as a Select pinned to it names it.
+func (f *fleet) engineWorker(id uint64) *kvrpb.SelectWorker {
+	f.t.Helper()
+	sel, err := selectClient(f.t, f).Select(context.Background(), &kvrpb.SelectRequest{Model: model, Prompt: tokenPrompt(1, 16),
+		Headers: map[string]string{"X-Worker-Instance-Id": strconv.FormatUint(id, 10)}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sel.GetWorker()
 }

@@ -49,6 +49,13 @@
 // through under FailOpen). The body itself must arrive within
 // Config.BodyTimeout of the headers, the frontend's slowloris bound.
 //
+// Disaggregated serving. A Decision with a prefill hop is answered with
+// the decode engine as the destination and the prefill engine's host:port
+// in the x-prefiller-host-port request header, for the decode engine's
+// sidecar (llm-d's), which runs the prefill hop; a client's header of
+// that name is overwritten, or removed on other answers. The prefill
+// hop's booking ends at the response's first body chunk.
+//
 // Subset hint. The extension's subset hint (the list under
 // x-gateway-destination-endpoint-subset in the envoy.lb.subset_hint
 // namespace of a request message's filter metadata) becomes the

@@ -193,7 +193,7 @@ func (x *exchange) route() error {
 	if err != nil {
 		return x.refuse(err)
 	}
-	endpoint, err := dispatch.HostPort(dec.EndpointURL)
+	endpoint, prefill, err := endpoints(dec)
 	if err != nil {
 		dec.Done(err)
 		return x.refuse(fmt.Errorf("%w: %w", dispatch.ErrNoEngine, err))
@@ -203,7 +203,17 @@ func (x *exchange) route() error {
 	if x.s.m != nil {
 		x.s.m.Decision.WithLabelValues(metrics.EdgeExtProc).Observe(x.s.cfg.Now().Sub(start).Seconds())
 	}
-	return x.answer(endpoint)
+	return x.answer(endpoint, prefill)
+}
+
+// endpoints are the host:port of dec's engine and of its prefill engine
+// ("" for an aggregated decision).
+func endpoints(dec *dispatch.Decision) (endpoint, prefill string, err error) {
+	if endpoint, err = dispatch.HostPort(dec.EndpointURL); err != nil || dec.Prefill == nil {
+		return endpoint, "", err
+	}
+	prefill, err = dispatch.HostPort(dec.Prefill.EndpointURL)
+	return endpoint, prefill, err
 }
 
 // decide parses the body and routes it under the deadline.
@@ -222,13 +232,13 @@ func (x *exchange) decide(start time.Time) (*dispatch.Decision, error) {
 	return x.s.router.Route(ctx, req)
 }
 
-// answer sends the destination (none: endpoint "") in the answers the
-// body mode calls for, and the request body back under
-// FULL_DUPLEX_STREAMED (not ending it when trailers follow).
-func (x *exchange) answer(endpoint string) error {
+// answer sends the destination (none: endpoint "") and a pair's prefill
+// engine in the answers the body mode calls for, and the request body
+// back under FULL_DUPLEX_STREAMED (not ending it when trailers follow).
+func (x *exchange) answer(endpoint, prefill string) error {
 	x.phase = answered
 	defer func() { x.body = nil }()
-	c, md := destination(endpoint)
+	c, md := destination(endpoint, prefill)
 	if !x.deferHeaders {
 		return x.send(requestBody(c, md))
 	}
@@ -257,7 +267,7 @@ func (x *exchange) refuse(err error) error {
 	if x.s.cfg.FailOpen && fallsThrough(c) && !x.subsetUnmet(err) && x.phase == readingBody {
 		x.s.log.Debug("no destination: the gateway's balancing applies", "err", err)
 		x.s.observe(metrics.OutcomeFellThrough)
-		return x.answer("")
+		return x.answer("", "")
 	}
 	x.s.observe(selection.Outcome(c.Status))
 	x.phase = finished
@@ -299,13 +309,18 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 }
 
 // responseBody ends the prefill load at the first chunk, as a proxied
-// request's first token does, and the booking at the last.
+// request's first token does (a pair's prefill hop, which the decode
+// engine's sidecar ran before it decoded, ends with it), and the booking
+// at the last.
 func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.phase != answered {
 		return x.violation("a response body chunk before the request was answered")
 	}
 	if !x.firstChunk && x.dec != nil {
 		x.firstChunk = true
+		if x.dec.Prefill != nil {
+			x.dec.Prefill.Done(nil)
+		}
 		x.dec.OnFirstToken()
 	}
 	c := &extprocv3.CommonResponse{}
