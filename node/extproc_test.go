@@ -419,10 +419,10 @@ func TestExtProcDisaggPair(t *testing.T) {
 	if got := e.setHeader("x-prefiller-host-port"); got != prefill.GetEndpoint() {
 		t.Fatalf("x-prefiller-host-port %q, want the caching prefill engine's %q", got, prefill.GetEndpoint())
 	}
-	if pt, _ := f.activeLoad(prefill); pt <= 0 {
+	if pt, _ := f.activeLoad(prefill, "prefill"); pt <= 0 {
 		t.Fatalf("prefill engine's booked prefill tokens %v", pt)
 	}
-	if _, db := f.activeLoad(decodes[dest]); db <= 0 {
+	if _, db := f.activeLoad(decodes[dest], "decode"); db <= 0 {
 		t.Fatalf("decode engine's booked blocks %v", db)
 	}
 	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
@@ -431,14 +431,14 @@ func TestExtProcDisaggPair(t *testing.T) {
 	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
 		Body: []byte("data: {}\n\n")}}})
 	e.recv()
-	if pt, _ := f.activeLoad(prefill); pt != 0 {
+	if pt, _ := f.activeLoad(prefill, "prefill"); pt != 0 {
 		t.Fatalf("prefill engine's booked prefill tokens %v after the first chunk", pt)
 	}
 	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
 		Body: []byte("data: [DONE]\n\n"), EndOfStream: true}}})
 	e.recv()
 	f.waitReservations(0)
-	if _, db := f.activeLoad(decodes[dest]); db != 0 {
+	if _, db := f.activeLoad(decodes[dest], "decode"); db != 0 {
 		t.Fatalf("decode engine's booked blocks %v after the response", db)
 	}
 

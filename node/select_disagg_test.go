@@ -31,12 +31,12 @@ func (f *fleet) cachedPrefill(prompt []int) string {
 	return prefill
 }
 
-// activeLoad reads a rank's load gauges (its prefill tokens, its decode
-// blocks), named by its engine's URL.
-func (f *fleet) activeLoad(w *kvrpb.SelectWorker) (prefill, decode float64) {
+// activeLoad reads the load gauges (its prefill tokens, its decode
+// blocks) of rank 0 of w's engine, named by its URL and role.
+func (f *fleet) activeLoad(w *kvrpb.SelectWorker, role string) (prefill, decode float64) {
 	m := f.node.Metrics()
-	return testutil.ToFloat64(m.WorkerActivePrefillTokens.WithLabelValues(w.GetUrl(), "0")),
-		testutil.ToFloat64(m.WorkerActiveDecodeBlocks.WithLabelValues(w.GetUrl(), "0"))
+	return testutil.ToFloat64(m.WorkerActivePrefillTokens.WithLabelValues(w.GetUrl(), "0", role)),
+		testutil.ToFloat64(m.WorkerActiveDecodeBlocks.WithLabelValues(w.GetUrl(), "0", role))
 }
 
 // TestSelectDisaggPair: Select of a disaggregated model names the decode
@@ -72,22 +72,22 @@ func TestSelectDisaggPair(t *testing.T) {
 	if res.GetPrefillWorker().GetEngineId() != p.GetEngineId() || res.GetWorker().GetEngineId() != d.GetEngineId() {
 		t.Fatalf("reserved %v / %v, selected %v / %v", res.GetPrefillWorker(), res.GetWorker(), p, d)
 	}
-	if pt, _ := f.activeLoad(p); pt <= 0 {
+	if pt, _ := f.activeLoad(p, "prefill"); pt <= 0 {
 		t.Fatalf("prefill engine's booked prefill tokens %v", pt)
 	}
-	if _, db := f.activeLoad(d); db <= 0 {
+	if _, db := f.activeLoad(d, "decode"); db <= 0 {
 		t.Fatalf("decode engine's booked blocks %v", db)
 	}
 	if _, err := c.PrefillComplete(ctx, &kvrpb.SelectReservationRef{ReservationId: res.GetReservationId()}); err != nil {
 		t.Fatal(err)
 	}
-	if pt, _ := f.activeLoad(p); pt != 0 {
+	if pt, _ := f.activeLoad(p, "prefill"); pt != 0 {
 		t.Fatalf("prefill engine's booked prefill tokens %v after PrefillComplete", pt)
 	}
 	if _, err := c.Release(ctx, &kvrpb.SelectReleaseRequest{ReservationId: res.GetReservationId()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, db := f.activeLoad(d); db != 0 {
+	if _, db := f.activeLoad(d, "decode"); db != 0 {
 		t.Fatalf("decode engine's booked blocks %v after Release", db)
 	}
 	both, err := c.SelectAndReserve(ctx, in)
