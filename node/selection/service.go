@@ -68,17 +68,17 @@ func (s *Service) Reservations() int { return s.res.len() }
 
 // selectOne is Select: the decision, kept for Reserve, with its costs.
 func (s *Service) selectOne(ctx context.Context, in *kvrpb.SelectRequest) (*kvrpb.SelectResponse, error) {
-	r, release, err := s.begin(in)
+	r, l, err := s.begin(in)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.end()
 	sel, err := s.router.Select(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	out := selectionResponse(r.ID, sel)
-	out.SelectionId = s.sels.put(r, chosen(sel), s.cfg.Now())
+	out.SelectionId = s.sels.put(r, chosen(sel), l.lent(), s.cfg.Now())
 	out.SelectionTtlMs = uint64(s.cfg.SelectionTTL / time.Millisecond)
 	return out, nil
 }
@@ -86,11 +86,11 @@ func (s *Service) selectOne(ctx context.Context, in *kvrpb.SelectRequest) (*kvrp
 // selectAndReserve is SelectAndReserve: Route, which books the load, and
 // a reservation that holds the Decision.
 func (s *Service) selectAndReserve(ctx context.Context, in *kvrpb.SelectRequest) (*kvrpb.SelectResponse, error) {
-	r, release, err := s.begin(in)
+	r, l, err := s.begin(in)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.end()
 	return s.reserveRequest(ctx, r)
 }
 
@@ -148,13 +148,13 @@ func (s *Service) release(in *kvrpb.SelectReleaseRequest) (*kvrpb.SelectReleaseR
 }
 
 // begin checks readiness and builds the routing request of in.
-func (s *Service) begin(in *kvrpb.SelectRequest) (*dispatch.Request, func(), error) {
+func (s *Service) begin(in *kvrpb.SelectRequest) (*dispatch.Request, lease, error) {
 	if err := s.serving(); err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	id, err := s.requestID(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	return s.request(in, id)
 }
