@@ -12,13 +12,15 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/freeport"
 	"github.com/kvrouter/kvrouter/mocker/server"
+	"github.com/kvrouter/kvrouter/node"
 )
 
-// startDisaggFleet starts a node with prefill engines 1 and 2 and decode
-// engines 3 and 4; with sglang, the prefill engines hand off SGLang's way.
-func startDisaggFleet(t *testing.T, sglang bool) *fleet {
+// startDisaggFleet starts a node (its configuration adjusted by tweak,
+// which may be nil) with prefill engines 1 and 2 and decode engines 3 and
+// 4; with sglang, the prefill engines hand off SGLang's way.
+func startDisaggFleet(t *testing.T, sglang bool, tweak func(*node.Config)) *fleet {
 	t.Helper()
-	f := startFleet(t, 0, nil)
+	f := startFleet(t, 0, tweak)
 	for id := uint64(1); id <= 4; id++ {
 		f.serveEngineWith(id, f.listen(), func(c *server.Config) {
 			c.Role = "decode"
@@ -68,7 +70,7 @@ func (f *fleet) streamPair(tokens []int) (decode, prefill string) {
 func TestDisaggEndToEnd(t *testing.T) {
 	for _, sglang := range []bool{false, true} {
 		t.Run("sglang="+strconv.FormatBool(sglang), func(t *testing.T) {
-			f := startDisaggFleet(t, sglang)
+			f := startDisaggFleet(t, sglang, nil)
 			decode, prefill := f.streamPair(seq(1000, 256))
 			if !strings.HasPrefix(decode, "3/") && !strings.HasPrefix(decode, "4/") {
 				t.Fatalf("decode engine %q", decode)

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
@@ -27,6 +29,11 @@ type envoy struct {
 	stream extprocv3.ExternalProcessor_ProcessClient
 	mode   filterv3.ProcessingMode_BodySendMode
 	cancel context.CancelFunc
+	// md is the filter metadata sent with the request headers (a subset
+	// hint), nil for none.
+	md *corev3.Metadata
+	// routed is the answer that carried the destination.
+	routed *extprocv3.CommonResponse
 }
 
 func newEnvoy(t *testing.T, f *fleet, mode filterv3.ProcessingMode_BodySendMode) *envoy {
@@ -65,7 +72,8 @@ func (e *envoy) headers(path string, extra map[string]string, eos bool) {
 		hs = append(hs, &corev3.HeaderValue{Key: k, RawValue: []byte(v)})
 	}
 	e.send(&extprocv3.ProcessingRequest{
-		ProtocolConfig: &extprocv3.ProtocolConfiguration{RequestBodyMode: e.mode, ResponseBodyMode: e.mode},
+		MetadataContext: e.md,
+		ProtocolConfig:  &extprocv3.ProtocolConfiguration{RequestBodyMode: e.mode, ResponseBodyMode: e.mode},
 		Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
 			Headers: &corev3.HeaderMap{Headers: hs}, EndOfStream: eos}}})
 }
@@ -105,6 +113,7 @@ func (e *envoy) request(body []byte, n int, hdrs map[string]string) (string, *ex
 	if duplex {
 		c = r.GetRequestHeaders().GetResponse()
 	}
+	e.routed = c
 	return e.destination(c, r), nil
 }
 
@@ -301,14 +310,154 @@ func TestExtProcBadInputIsRefusedClearly(t *testing.T) {
 func (f *fleet) engineEndpoints() map[string]bool {
 	f.t.Helper()
 	out := map[string]bool{}
-	c := selectClient(f.t, f)
 	for id := range f.engines {
-		sel, err := c.Select(context.Background(), &kvrpb.SelectRequest{Model: model, Prompt: tokenPrompt(1, 16),
-			Headers: map[string]string{"X-Worker-Instance-Id": strconv.FormatUint(id, 10)}})
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		out[sel.GetWorker().GetEndpoint()] = true
+		out[f.engineEndpoint(id)] = true
 	}
 	return out
+}
+
+// engineEndpoint is engine id's host:port, as a Select pinned to it
+// reports it.
+func (f *fleet) engineEndpoint(id uint64) string {
+	f.t.Helper()
+	return f.engineWorker(id).GetEndpoint()
+}
+
+// subsetHint is the filter metadata of a gateway's subset hint.
+func subsetHint(endpoints ...string) *corev3.Metadata {
+	vs := make([]*structpb.Value, len(endpoints))
+	for i, e := range endpoints {
+		vs[i] = structpb.NewStringValue(e)
+	}
+	return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb.subset_hint": {Fields: map[string]*structpb.Value{
+		"x-gateway-destination-endpoint-subset": structpb.NewListValue(&structpb.ListValue{Values: vs})}}}}
+}
+
+// TestExtProcSubsetHint: with the gateway's subset hint the picker
+// chooses only among the endpoints it lists: a subset that leaves out the
+// engine caching the prompt moves the choice to one it lists; an empty
+// subset, or one naming no engine, is a 503 ImmediateResponse, also under
+// fail-open; without a hint the whole pool is chosen from.
+func TestExtProcSubsetHint(t *testing.T) {
+	f := pickerFleet(t, 3, func(c *node.Config) { c.Selection.ExtProc.FailOpen = true })
+	prompt := seq(7000, 512)
+	cacher, _ := f.complete(prompt)
+	f.waitCached(prompt, cacher)
+	id, _ := strconv.ParseUint(strings.Split(cacher, "/")[0], 10, 64)
+	var others []string
+	for o := range f.engines {
+		if o != id {
+			others = append(others, f.engineEndpoint(o))
+		}
+	}
+	pick := func(md *corev3.Metadata) (string, *extprocv3.ImmediateResponse) {
+		e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
+		e.md = md
+		dest, im := e.request(completionBody(prompt), 0, nil)
+		if im == nil {
+			e.respond("200", "data: [DONE]\n\n")
+			f.waitReservations(0)
+		}
+		return dest, im
+	}
+	if dest, im := pick(nil); dest != f.engineEndpoint(id) {
+		t.Fatalf("without a hint: %q %v, want the caching engine %s", dest, im, f.engineEndpoint(id))
+	}
+	if dest, im := pick(subsetHint(others...)); dest == "" || !slices.Contains(others, dest) {
+		t.Fatalf("subset %q: %q %v", others, dest, im)
+	}
+	if dest, im := pick(subsetHint(others[1])); dest != others[1] {
+		t.Fatalf("subset %q: %q %v", others[1], dest, im)
+	}
+	for _, md := range []*corev3.Metadata{subsetHint(), subsetHint("10.255.255.1:9")} {
+		if dest, im := pick(md); im.GetStatus().GetCode() != 503 || dest != "" {
+			t.Errorf("subset %v: destination %q, immediate %v; want 503", md, dest, im)
+		}
+	}
+}
+
+// setHeader is the value the routed answer sets header to, "" if none.
+func (e *envoy) setHeader(key string) string {
+	for _, h := range e.routed.GetHeaderMutation().GetSetHeaders() {
+		if h.GetHeader().GetKey() == key {
+			return string(h.GetHeader().GetRawValue())
+		}
+	}
+	return ""
+}
+
+// TestExtProcDisaggPair: for a disaggregated model the picker sends the
+// request to the decode engine and names the prefill engine caching the
+// prompt in x-prefiller-host-port, over the one the client sent, for the
+// decode engine's sidecar; both hops are booked, the prefill hop until
+// the response's first chunk and the decode hop until its end. An
+// aggregated answer removes a prefill header the client sent.
+func TestExtProcDisaggPair(t *testing.T) {
+	f := selectDisaggFleet(t)
+	prompt := seq(1000, 256)
+	cacher := f.cachedPrefill(prompt)
+	sel, err := selectClient(t, f).Select(context.Background(), &kvrpb.SelectRequest{Model: model,
+		Prompt: idsPrompt(append(seq(1000, 240), seq(90000, 64)...))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefill := sel.GetPrefillWorker()
+	if !strings.HasPrefix(cacher, strconv.FormatUint(prefill.GetEngineId(), 10)+"/") {
+		t.Fatalf("Select's prefill engine %v, the cache is on %s", prefill, cacher)
+	}
+	decodes := map[string]*kvrpb.SelectWorker{}
+	for _, id := range []uint64{3, 4} {
+		w := f.engineWorker(id)
+		decodes[w.GetEndpoint()] = w
+	}
+	e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
+	dest, im := e.request(completionBody(append(seq(1000, 240), seq(90000, 64)...)), 0,
+		map[string]string{"x-prefiller-host-port": "169.254.169.254:80"})
+	if im != nil || decodes[dest] == nil {
+		t.Fatalf("destination %q (decode engines %v), immediate %v", dest, decodes, im)
+	}
+	if got := e.setHeader("x-prefiller-host-port"); got != prefill.GetEndpoint() {
+		t.Fatalf("x-prefiller-host-port %q, want the caching prefill engine's %q", got, prefill.GetEndpoint())
+	}
+	if pt, _ := f.activeLoad(prefill, "prefill"); pt <= 0 {
+		t.Fatalf("prefill engine's booked prefill tokens %v", pt)
+	}
+	if _, db := f.activeLoad(decodes[dest], "decode"); db <= 0 {
+		t.Fatalf("decode engine's booked blocks %v", db)
+	}
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}}}}}})
+	e.recv()
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+		Body: []byte("data: {}\n\n")}}})
+	e.recv()
+	if pt, _ := f.activeLoad(prefill, "prefill"); pt != 0 {
+		t.Fatalf("prefill engine's booked prefill tokens %v after the first chunk", pt)
+	}
+	e.send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+		Body: []byte("data: [DONE]\n\n"), EndOfStream: true}}})
+	e.recv()
+	f.waitReservations(0)
+	if _, db := f.activeLoad(decodes[dest], "decode"); db != 0 {
+		t.Fatalf("decode engine's booked blocks %v after the response", db)
+	}
+
+	agg := pickerFleet(t, 1, nil)
+	e = newEnvoy(t, agg, filterv3.ProcessingMode_BUFFERED)
+	if _, im := e.request(completionBody(seq(1, 64)), 0, map[string]string{"x-prefiller-host-port": "169.254.169.254:80"}); im != nil ||
+		!slices.Contains(e.routed.GetHeaderMutation().GetRemoveHeaders(), "x-prefiller-host-port") || e.setHeader("x-prefiller-host-port") != "" {
+		t.Fatalf("aggregated answer %v, immediate %v: the client's prefill header stays", e.routed, im)
+	}
+	e.respond("200", "data: [DONE]\n\n")
+}
+
+// engineWorker is engine id as a Select pinned to it names it.
+func (f *fleet) engineWorker(id uint64) *kvrpb.SelectWorker {
+	f.t.Helper()
+	sel, err := selectClient(f.t, f).Select(context.Background(), &kvrpb.SelectRequest{Model: model, Prompt: tokenPrompt(1, 16),
+		Headers: map[string]string{"X-Worker-Instance-Id": strconv.FormatUint(id, 10)}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sel.GetWorker()
 }

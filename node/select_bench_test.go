@@ -23,8 +23,9 @@ import (
 // open loop (each body through the node and straight to an engine), then
 // an open loop of gRPC Select calls over loopback with the same prompts
 // as token ids. select-p50/p99 are the Select round trips as the caller
-// sees them (decision, gRPC framing of 48 KiB of ids, and the copy kept
-// for Reserve); proxied-added-p50/p99 are the differences of the proxied
+// sees them (the caller's encoding of 12,288 ids, gRPC's framing, the
+// node's decoding and decision, the answer); proxied-added-p50/p99 are
+// the differences of the proxied
 // and direct paths' percentiles; the ratios divide the first by the
 // second.
 func BenchmarkSelectBesideProxied(b *testing.B) {

@@ -91,9 +91,10 @@ func bodyLimit(fcfg *frontend.Config) int64 {
 }
 
 // grpcServer is a gRPC server whose messages may carry a whole body (an
-// OpenAI body in a Select, a BUFFERED body in ext_proc).
+// OpenAI body in a Select, a BUFFERED body in ext_proc), or a prompt of
+// token ids: messageCodec decodes them.
 func (e *selectionEdges) grpcServer(creds credentials.TransportCredentials, maxBody int64) *grpc.Server {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(maxBody) + 1<<20)}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(maxBody) + 1<<20), grpc.ForceServerCodecV2(messageCodec{})}
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}

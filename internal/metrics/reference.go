@@ -14,11 +14,14 @@ import (
 // twice: at each scrape, referenceCollector reads the kvrouter family
 // behind each one and re-exports it under the reference name and label
 // names, summing the series that the reference's coarser labels merge.
-// Reference labels kvrouter has no value for take a fixed one:
-// worker_type is "aggregated" (kvrouter routes aggregated serving), and
-// router_id and dynamo_namespace are the node id and the DC (SetIdentity).
+// The per-worker families' worker_type is the engine's role (kvrouter's
+// role label: aggregated, prefill or decode). Reference labels kvrouter
+// has no value for take a fixed one: the router-wide families' worker_type
+// is "aggregated", and router_id and dynamo_namespace are the node id and
+// the DC (SetIdentity).
 
-// WorkerTypeAggregated is the worker_type of every reference series.
+// WorkerTypeAggregated is the worker_type of the router-wide reference
+// series.
 const WorkerTypeAggregated = "aggregated"
 
 // label says where one reference label's value comes from: a label of
@@ -105,7 +108,7 @@ func overhead(name, phase, help string) mirror {
 
 func worker(name, help string, src func(m *Metrics) prometheus.Collector) mirror {
 	return mirror{name: name, help: help, typ: prometheus.GaugeValue, src: src,
-		labels: []label{from("worker_id", "worker"), from("dp_rank", "rank"), fixed("worker_type", WorkerTypeAggregated)}}
+		labels: []label{from("worker_id", "worker"), from("dp_rank", "rank"), from("worker_type", "role")}}
 }
 
 // identity is the router's name in the reference's labels.

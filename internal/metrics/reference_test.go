@@ -28,8 +28,8 @@ func TestReferenceFamiliesScraped(t *testing.T) {
 	for _, p := range []string{"hashing", "matching", "scheduling", "total"} {
 		m.ObserveOverhead(p, time.Millisecond)
 	}
-	m.WorkerActiveDecodeBlocks.WithLabelValues("7", "0").Set(12)
-	m.WorkerActivePrefillTokens.WithLabelValues("7", "0").Set(300)
+	m.WorkerActiveDecodeBlocks.WithLabelValues("7", "0", "decode").Set(12)
+	m.WorkerActivePrefillTokens.WithLabelValues("7", "0", "decode").Set(300)
 	m.Event("stored", "ok")
 
 	rec := httptest.NewRecorder()

@@ -109,7 +109,7 @@ func ranksOf(ranks []routing.WorkerInfo, id routing.WorkerID) uint32 {
 func (d *Dispatcher) newDecision(ctx context.Context, model string, b policy.Booking, url string) *Decision {
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: model}
 	w := b.Worker()
-	d.gauges(w).set(&f.b)
+	d.gauges(w, model).set(&f.b)
 	return NewDecision(w, url, f.onFirstToken, f.done).WithLost(d.lives.of(w.ID)).WithOutputTokens(f.onOutput)
 }
 
@@ -118,7 +118,7 @@ func (d *Dispatcher) newDecision(ctx context.Context, model string, b policy.Boo
 func (d *Dispatcher) newPrefillHop(ctx context.Context, model string, b policy.Booking, url string) *PrefillHop {
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: model}
 	w := b.Worker()
-	d.gauges(w).set(&f.b)
+	d.gauges(w, model).set(&f.b)
 	var port uint32
 	if bs, ok := d.engines.(Bootstrapper); ok {
 		port, _ = bs.BootstrapPort(w.ID)

@@ -214,3 +214,38 @@ func TestDisaggSelectReturnsPair(t *testing.T) {
 		t.Fatalf("without prefill engines: %+v, %v", sel, err)
 	}
 }
+
+// TestDisaggPrefillPin: a prefill pin chooses the prefill engine over the
+// one caching the prompt, beside a decode pin; a prefill pin naming a
+// decode engine is ErrBadRequest; under the direct policy a request with
+// both pins is served and one without a prefill pin refused.
+func TestDisaggPrefillPin(t *testing.T) {
+	f := disaggFixture(t, nil)
+	long := prompt(100, 640)
+	f.feed.store(w1(1), long)
+	r := f.req(long)
+	r.PrefillPin, r.Pin = &Pin{Engine: 2, AnyRank: true}, &Pin{Engine: 4, AnyRank: true}
+	dec := f.route(r)
+	if dec.Prefill == nil || dec.Prefill.Worker != w1(2) || dec.Worker != w1(4) {
+		t.Fatalf("pinned pair %+v / %v, want prefill 2 decode 4", dec.Prefill, dec.Worker)
+	}
+	dec.Done(nil)
+	r = f.req(long)
+	r.PrefillPin = &Pin{Engine: 3, AnyRank: true}
+	if _, err := f.d.Route(t0ctx, r); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("a prefill pin on a decode engine: %v, want ErrBadRequest", err)
+	}
+	direct := disaggFixture(t, func(c *Config) { c.Policy = "direct" })
+	r = direct.req(long)
+	r.PrefillPin, r.Pin = &Pin{Engine: 1, AnyRank: true}, &Pin{Engine: 3, AnyRank: true}
+	dec = direct.route(r)
+	if dec.Prefill == nil || dec.Prefill.Worker != w1(1) || dec.Worker != w1(3) {
+		t.Fatalf("direct: pair %+v / %v, want prefill 1 decode 3", dec.Prefill, dec.Worker)
+	}
+	dec.Done(nil)
+	r = direct.req(long)
+	r.Pin = &Pin{Engine: 3, AnyRank: true}
+	if _, err := direct.d.Route(t0ctx, r); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("direct without a prefill pin: %v, want ErrBadRequest", err)
+	}
+}

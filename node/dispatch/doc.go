@@ -74,6 +74,24 @@
 //   - without decode ranks, whole on the aggregated ranks; prefill ranks
 //     never serve a whole request.
 //
+// # Endpoint subsets
+//
+// A Request's Subset (a gateway's subset hint: endpoints as host:port)
+// becomes the decision's allowed set (policy.Query.Allowed), mapped
+// through the registry: the engines of the model whose URL's host:port
+// it lists (subset.go). The pipeline's allowed filter leaves the others
+// out, so a subset naming no live engine, or empty, is ErrNoEngine; a pin
+// outside it is ErrNoEngine too (the engine is unavailable, not
+// unknown). A session bound to an engine outside the subset is served
+// inside it and its binding moves there on success, as a soft miss
+// moves it. Under disaggregated serving the subset restricts the decode
+// engine (the one the gateway sends the request to) always, and the
+// prefill engine only when it names one of the model's prefill engines:
+// a subset naming none speaks of the gateway's destinations, and the
+// prefill hop does not go through the gateway. In the admission queue a
+// request with a subset waits in its subset's lane, ready only when one
+// of its engines is free.
+//
 // A model served by role bypasses the admission queue: a request that
 // finds every prefill or decode engine busy is refused with ErrOverloaded
 // at once. A worker set's advertised selector does not apply to either

@@ -117,21 +117,39 @@ func (o *observers) bindings(b Bindings) {
 	o.m.SessionBindings.Set(float64(b.Len()))
 }
 
-// labels renders a worker as its gauge labels: the engine's endpoint URL
-// (what the operator configured or the engine announced, stable across
-// restarts of the engine and of the router, unlike the engine id an
-// engine may draw at random when it starts) and the rank. An engine whose
-// endpoint is unknown is named by its id.
-func (d *Dispatcher) labels(w routing.Worker) workerLabels {
+// labels renders a worker of model as its gauge labels: the engine's
+// endpoint URL (what the operator configured or the engine announced,
+// stable across restarts of the engine and of the router, unlike the
+// engine id an engine may draw at random when it starts), the rank and
+// the engine's role. An engine whose endpoint is unknown is named by its
+// id.
+func (d *Dispatcher) labels(w routing.Worker, model string) workerLabels {
 	name, ok := d.engines.Endpoint(w.ID)
 	if name = strings.TrimSuffix(name, "/"); !ok || name == "" {
 		name = strconv.FormatUint(uint64(w.ID), 10)
 	}
-	return workerLabels{name: name, rank: strconv.FormatUint(uint64(w.Rank), 10)}
+	return workerLabels{name: name, rank: strconv.FormatUint(uint64(w.Rank), 10), role: d.roleOf(w, model).String()}
 }
 
-// workerLabels are a rank's worker and rank label values.
-type workerLabels struct{ name, rank string }
+// roleOf is w's role as the registry lists it (aggregated when it no
+// longer does). It reads the model's ranks, so it is for a rank's first
+// booking only, when its gauges are made; an engine keeps the role it
+// first booked with until it leaves.
+func (d *Dispatcher) roleOf(w routing.Worker, model string) routing.Role {
+	ranks, _ := d.engines.Workers(model)
+	for i := range ranks {
+		if ranks[i].Worker == w {
+			return ranks[i].Role
+		}
+	}
+	return routing.RoleAggregated
+}
+
+// workerLabels are a rank's worker, rank and role label values.
+type workerLabels struct{ name, rank, role string }
+
+// values are the labels in the gauges' order.
+func (l *workerLabels) values() []string { return []string{l.name, l.rank, l.role} }
 
 // dropWorker deletes a removed worker's gauges, unless inUse says that
 // another live rank has the same labels (an engine that restarted on the
@@ -140,8 +158,8 @@ func (o *observers) dropWorker(l workerLabels, inUse bool) {
 	if o.m == nil || inUse {
 		return
 	}
-	o.m.WorkerActivePrefillTokens.DeleteLabelValues(l.name, l.rank)
-	o.m.WorkerActiveDecodeBlocks.DeleteLabelValues(l.name, l.rank)
+	o.m.WorkerActivePrefillTokens.DeleteLabelValues(l.values()...)
+	o.m.WorkerActiveDecodeBlocks.DeleteLabelValues(l.values()...)
 }
 
 // workerGauges are one rank's load gauges. mu orders the read of the
@@ -165,8 +183,9 @@ func (g *workerGauges) set(b *policy.Booking) {
 	g.decode.Set(float64(l.DecodeBlocks))
 }
 
-// gauges returns w's gauges, registering the rank on first use.
-func (d *Dispatcher) gauges(w routing.Worker) *workerGauges {
+// gauges returns the gauges of w, a rank of model, registering the rank
+// on first use.
+func (d *Dispatcher) gauges(w routing.Worker, model string) *workerGauges {
 	d.mu.RLock()
 	g := d.workers[w]
 	d.mu.RUnlock()
@@ -178,10 +197,10 @@ func (d *Dispatcher) gauges(w routing.Worker) *workerGauges {
 	if g = d.workers[w]; g != nil {
 		return g
 	}
-	g = &workerGauges{labels: d.labels(w)}
+	g = &workerGauges{labels: d.labels(w, model)}
 	if m := d.obs.m; m != nil {
-		g.prefill = m.WorkerActivePrefillTokens.WithLabelValues(g.labels.name, g.labels.rank)
-		g.decode = m.WorkerActiveDecodeBlocks.WithLabelValues(g.labels.name, g.labels.rank)
+		g.prefill = m.WorkerActivePrefillTokens.WithLabelValues(g.labels.values()...)
+		g.decode = m.WorkerActiveDecodeBlocks.WithLabelValues(g.labels.values()...)
 	}
 	d.workers[w] = g
 	return g

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type modelQueue struct {
 // waiter is a queued request's side of its turn.
 type waiter struct {
 	turn chan struct{}
+	// only, when not nil, are the engines whose free capacity can serve
+	// the request: its pinned engine, or its allowed set.
+	only []routing.WorkerID
 }
 
 // newQueues builds the queues, nil when the queue is off.
@@ -143,10 +147,8 @@ func (d *Dispatcher) routeQueued(ctx context.Context, sc *policy.Scratch, r *Req
 		arrival = ph.start
 	}
 	it := &queue.Item{Class: cl.Class, Jump: r.Priority, Strict: r.StrictPriority, Arrival: arrival,
-		ISL: q.ISLTokens, Cached: sc.BestCachedTokens(), Value: &waiter{turn: make(chan struct{}, 1)}}
-	if r.Pin != nil {
-		it.Lane = &queue.Lane{Key: r.Pin.Engine}
-	}
+		ISL: q.ISLTokens, Cached: sc.BestCachedTokens()}
+	it.Value, it.Lane = newWaiter(r, q)
 	mq.mu.Lock()
 	if !mq.q.Backlogged(cl.Class) && !mq.turn && d.freeFor(mq, sc, it) > mq.deciding {
 		mq.deciding++
@@ -205,17 +207,41 @@ func (d *Dispatcher) decideOnce(ctx context.Context, sc *policy.Scratch, r *Requ
 	return dec, err
 }
 
-// freeFor counts the candidates (the lane's worker's, for a lane item)
-// under the model's and the item's class's thresholds. The caller holds
-// mq.mu and has run Candidates on sc.
+// newWaiter is the queued request's waiter and its lane: a pinned
+// request waits in its engine's lane, one with an allowed set in the
+// set's, so that it neither takes the turn while only engines it cannot
+// use are free nor holds up the requests behind it that they can serve.
+func newWaiter(r *Request, q *policy.Query) (*waiter, *queue.Lane) {
+	w := &waiter{turn: make(chan struct{}, 1)}
+	switch {
+	case r.Pin != nil:
+		w.only = []routing.WorkerID{r.Pin.Engine}
+		return w, &queue.Lane{Key: r.Pin.Engine}
+	case q.Allowed != nil:
+		w.only = q.Allowed
+		return w, &queue.Lane{Key: laneOf(q.Allowed)}
+	}
+	return w, nil
+}
+
+// subsetLane keys the lane of an allowed set: its engine ids, sorted
+// (as Dispatcher.allowed lists them).
+type subsetLane string
+
+func laneOf(allowed []routing.WorkerID) subsetLane {
+	b := make([]byte, 0, 8*len(allowed))
+	for _, id := range allowed {
+		b = strconv.AppendUint(append(b, ','), uint64(id), 10)
+	}
+	return subsetLane(b)
+}
+
+// freeFor counts the candidates that can serve the item (its waiter's
+// engines, when it names some) under the model's and the item's class's
+// thresholds. The caller holds mq.mu and has run Candidates on sc.
 func (d *Dispatcher) freeFor(mq *modelQueue, sc *policy.Scratch, it *queue.Item) int {
 	d.core.CurrentLoads(sc)
-	var w *routing.WorkerID
-	if it.Lane != nil {
-		id := it.Lane.Key.(routing.WorkerID)
-		w = &id
-	}
-	return sc.Free(w, &mq.profile.Classes[it.Class].Thresholds)
+	return sc.Free(it.Value.(*waiter).only, &mq.profile.Classes[it.Class].Thresholds)
 }
 
 // wait blocks until the item's turn, its client leaving, or its class's

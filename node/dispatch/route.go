@@ -50,8 +50,9 @@ func (d *Dispatcher) query(r *Request) policy.Query {
 		Thresholds: d.rt.get(r.Model), OutputTokens: r.OutputTokens}
 	q.Overrides.OverlapScoreCredit = r.OverlapScoreCredit
 	d.adv.apply(&q)
-	if r.Pin != nil {
-		q.Pin = &policy.Pin{Worker: r.Pin.Engine, Rank: r.Pin.Rank, AnyRank: r.Pin.AnyRank}
+	q.Pin, q.PrefillPin = r.Pin.policy(), r.PrefillPin.policy()
+	if r.Subset != nil {
+		q.Allowed = d.allowed(r)
 	}
 	return q
 }
@@ -127,4 +128,12 @@ func hash(sc *policy.Scratch, r *Request) error {
 		return fmt.Errorf("%w: hashing: %w", ErrBadRequest, err)
 	}
 	return nil
+}
+
+// policy is p as the decision path's pin, nil for none.
+func (p *Pin) policy() *policy.Pin {
+	if p == nil {
+		return nil
+	}
+	return &policy.Pin{Worker: p.Engine, Rank: p.Rank, AnyRank: p.AnyRank}
 }

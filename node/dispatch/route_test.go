@@ -126,7 +126,7 @@ func TestLoadFreedOnDone(t *testing.T) {
 			// Gauges name the engine by its endpoint URL, stable across
 			// restarts, not by its id.
 			id, rank := fmt.Sprintf("http://engine-%d:8000", w.ID), strconv.Itoa(int(w.Rank))
-			if g := testutil.ToFloat64(f.m.WorkerActivePrefillTokens.WithLabelValues(id, rank)); g != 100 {
+			if g := testutil.ToFloat64(f.m.WorkerActivePrefillTokens.WithLabelValues(id, rank, "aggregated")); g != 100 {
 				t.Errorf("prefill gauge %v, want 100", g)
 			}
 			if tc.firstToken {
@@ -140,7 +140,7 @@ func TestLoadFreedOnDone(t *testing.T) {
 			if l := f.active(w); l != (routing.Load{}) {
 				t.Errorf("after Done: %+v, want zero", l)
 			}
-			if g := testutil.ToFloat64(f.m.WorkerActiveDecodeBlocks.WithLabelValues(id, rank)); g != 0 {
+			if g := testutil.ToFloat64(f.m.WorkerActiveDecodeBlocks.WithLabelValues(id, rank, "aggregated")); g != 0 {
 				t.Errorf("decode gauge %v, want 0", g)
 			}
 		})

@@ -42,8 +42,18 @@ type Request struct {
 	SessionID, ParentSessionID string
 	// SessionFinal ends the session after this request.
 	SessionFinal bool
-	// Pin optionally names the exact engine (and rank) to use.
+	// Pin optionally names the exact engine (and rank) to use: with
+	// disaggregated serving, the decode engine.
 	Pin *Pin
+	// PrefillPin optionally names the prefill engine (and rank) of a
+	// disaggregated request; a request served whole ignores it.
+	PrefillPin *Pin
+	// Subset, when not nil, restricts the choice to the engines whose
+	// endpoint (HostPort of their URL) it lists: a gateway's subset hint.
+	// With disaggregated serving it restricts the decode engine, and the
+	// prefill engine only when it lists one of the model's prefill
+	// engines (policy.Disagg). Empty allows none: ErrNoEngine.
+	Subset []string
 	// MaxTokens is the requested output length, 0 when unknown.
 	MaxTokens int
 	// Arrival is when the frontend received the request.

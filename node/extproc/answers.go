@@ -19,22 +19,40 @@ const (
 	// MetadataNamespace is the dynamic metadata's namespace of the
 	// destination.
 	MetadataNamespace = "envoy.lb"
+	// PrefillHeader names the prefill engine (host:port) of a
+	// disaggregated request to the decode engine's sidecar, which sends
+	// the prefill hop there before decoding: llm-d's routing sidecar's
+	// name (PrefillEndpointHeader in llm-d-inference-scheduler's
+	// pkg/common/routing).
+	PrefillHeader = "x-prefiller-host-port"
 )
 
-// destination is the common answer that routes the request to endpoint,
-// and the dynamic metadata that says the same; with endpoint "" (a
-// request falling through) it changes nothing.
-func destination(endpoint string) (*extprocv3.CommonResponse, *structpb.Struct) {
-	if endpoint == "" {
-		return &extprocv3.CommonResponse{}, nil
+// destination is the common answer that routes the request to endpoint
+// (with the prefill engine of a pair, prefill, for the decode engine's
+// sidecar), and the dynamic metadata that says the same; with endpoint ""
+// (a request falling through) it changes nothing else. A prefill header
+// the client sent is removed: it would make the sidecar send the prompt
+// wherever the client says.
+func destination(endpoint, prefill string) (*extprocv3.CommonResponse, *structpb.Struct) {
+	hm := &extprocv3.HeaderMutation{}
+	if prefill != "" {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(PrefillHeader, prefill))
+	} else {
+		hm.RemoveHeaders = []string{PrefillHeader}
 	}
-	set := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: DestinationHeader, RawValue: []byte(endpoint)},
-		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
-	c := &extprocv3.CommonResponse{ClearRouteCache: true,
-		HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set}}}
+	if endpoint == "" {
+		return &extprocv3.CommonResponse{HeaderMutation: hm}, nil
+	}
+	hm.SetHeaders = append(hm.SetHeaders, setHeader(DestinationHeader, endpoint))
+	c := &extprocv3.CommonResponse{ClearRouteCache: true, HeaderMutation: hm}
 	md := &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(&structpb.Struct{
 		Fields: map[string]*structpb.Value{DestinationHeader: structpb.NewStringValue(endpoint)}})}}
 	return c, md
+}
+
+func setHeader(key, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: key, RawValue: []byte(value)},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
 }
 
 func requestHeaders(c *extprocv3.CommonResponse, md *structpb.Struct) *extprocv3.ProcessingResponse {

@@ -49,9 +49,23 @@
 // through under FailOpen). The body itself must arrive within
 // Config.BodyTimeout of the headers, the frontend's slowloris bound.
 //
-// Refusals. The picker does not honour the extension's subset hint
-// (envoy.lb.subset_hint) and returns one endpoint, no fallbacks; it does
-// not rewrite bodies.
+// Disaggregated serving. A Decision with a prefill hop is answered with
+// the decode engine as the destination and the prefill engine's host:port
+// in the x-prefiller-host-port request header, for the decode engine's
+// sidecar (llm-d's), which runs the prefill hop; a client's header of
+// that name is overwritten, or removed on other answers. The prefill
+// hop's booking ends at the response's first body chunk.
+//
+// Subset hint. The extension's subset hint (the list under
+// x-gateway-destination-endpoint-subset in the envoy.lb.subset_hint
+// namespace of a request message's filter metadata) becomes the
+// request's dispatch.Request.Subset: the decision chooses only among the
+// engines whose endpoint it lists. A request it leaves without an engine
+// (an empty list, or none of its endpoints usable) is answered 503, also
+// under FailOpen, as the protocol requires.
+//
+// Refusals. The picker returns one endpoint, no fallbacks; it does not
+// rewrite bodies.
 //
 // Concurrency. A Server is safe for concurrent use; each stream is served
 // on gRPC's goroutine for it and starts none. Health answers the gRPC

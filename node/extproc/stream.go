@@ -54,8 +54,11 @@ type exchange struct {
 	header     http.Header
 	body       []byte
 	bodyDue    time.Time
-	dec        *dispatch.Decision
-	upstream   error
+	// subset is the gateway's subset hint (nil: none): the endpoints the
+	// request may go to.
+	subset   []string
+	dec      *dispatch.Decision
+	upstream error
 	// firstChunk is set once the response's first body chunk arrived.
 	firstChunk bool
 }
@@ -83,6 +86,11 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
 		x.reqMode, x.respMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
 		x.deferHeaders = x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED ||
 			x.reqMode == filterv3.ProcessingMode_STREAMED && pc.GetSendBodyWithoutWaitingForHeaderResponse()
+	}
+	if x.phase < answered {
+		if subset, ok := subsetHint(req.GetMetadataContext()); ok {
+			x.subset = subset
+		}
 	}
 	switch v := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
@@ -185,7 +193,7 @@ func (x *exchange) route() error {
 	if err != nil {
 		return x.refuse(err)
 	}
-	endpoint, err := selection.HostPort(dec.EndpointURL)
+	endpoint, prefill, err := endpoints(dec)
 	if err != nil {
 		dec.Done(err)
 		return x.refuse(fmt.Errorf("%w: %w", dispatch.ErrNoEngine, err))
@@ -195,7 +203,17 @@ func (x *exchange) route() error {
 	if x.s.m != nil {
 		x.s.m.Decision.WithLabelValues(metrics.EdgeExtProc).Observe(x.s.cfg.Now().Sub(start).Seconds())
 	}
-	return x.answer(endpoint)
+	return x.answer(endpoint, prefill)
+}
+
+// endpoints are the host:port of dec's engine and of its prefill engine
+// ("" for an aggregated decision).
+func endpoints(dec *dispatch.Decision) (endpoint, prefill string, err error) {
+	if endpoint, err = dispatch.HostPort(dec.EndpointURL); err != nil || dec.Prefill == nil {
+		return endpoint, "", err
+	}
+	prefill, err = dispatch.HostPort(dec.Prefill.EndpointURL)
+	return endpoint, prefill, err
 }
 
 // decide parses the body and routes it under the deadline.
@@ -210,16 +228,17 @@ func (x *exchange) decide(start time.Time) (*dispatch.Decision, error) {
 		return nil, err
 	}
 	defer release()
+	req.Subset = x.subset
 	return x.s.router.Route(ctx, req)
 }
 
-// answer sends the destination (none: endpoint "") in the answers the
-// body mode calls for, and the request body back under
-// FULL_DUPLEX_STREAMED (not ending it when trailers follow).
-func (x *exchange) answer(endpoint string) error {
+// answer sends the destination (none: endpoint "") and a pair's prefill
+// engine in the answers the body mode calls for, and the request body
+// back under FULL_DUPLEX_STREAMED (not ending it when trailers follow).
+func (x *exchange) answer(endpoint, prefill string) error {
 	x.phase = answered
 	defer func() { x.body = nil }()
-	c, md := destination(endpoint)
+	c, md := destination(endpoint, prefill)
 	if !x.deferHeaders {
 		return x.send(requestBody(c, md))
 	}
@@ -245,15 +264,22 @@ func (x *exchange) answer(endpoint string) error {
 // without a destination.
 func (x *exchange) refuse(err error) error {
 	c := x.s.errs.Classify(err)
-	if x.s.cfg.FailOpen && fallsThrough(c) && x.phase == readingBody {
+	if x.s.cfg.FailOpen && fallsThrough(c) && !x.subsetUnmet(err) && x.phase == readingBody {
 		x.s.log.Debug("no destination: the gateway's balancing applies", "err", err)
 		x.s.observe(metrics.OutcomeFellThrough)
-		return x.answer("")
+		return x.answer("", "")
 	}
 	x.s.observe(selection.Outcome(c.Status))
 	x.phase = finished
 	x.body = nil
 	return x.send(immediate(c, err))
+}
+
+// subsetUnmet reports a request the subset hint left without an engine:
+// the protocol's answer is 503, even under FailOpen, since the gateway's
+// own balancing would not keep to the subset.
+func (x *exchange) subsetUnmet(err error) bool {
+	return x.subset != nil && errors.Is(err, dispatch.ErrNoEngine)
 }
 
 // book keeps the decision until the response ends.
@@ -283,13 +309,18 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 }
 
 // responseBody ends the prefill load at the first chunk, as a proxied
-// request's first token does, and the booking at the last.
+// request's first token does (a pair's prefill hop, which the decode
+// engine's sidecar ran before it decoded, ends with it), and the booking
+// at the last.
 func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.phase != answered {
 		return x.violation("a response body chunk before the request was answered")
 	}
 	if !x.firstChunk && x.dec != nil {
 		x.firstChunk = true
+		if x.dec.Prefill != nil {
+			x.dec.Prefill.Done(nil)
+		}
 		x.dec.OnFirstToken()
 	}
 	c := &extprocv3.CommonResponse{}

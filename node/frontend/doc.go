@@ -23,7 +23,10 @@
 // model's device credit for the request, session_control opens (binds on
 // dispatch) or closes (ends after the request) a session, and
 // backend_instance_id or decode_worker_id (with dp_rank) name the engine
-// for the direct mode, as the pin headers do. A value out of range, or a
+// for the direct mode, as the pin headers do, and prefill_worker_id (with
+// prefill_dp_rank) a disaggregated request's prefill engine, as the
+// prefill pin headers (x-dynamo-prefill-instance-id,
+// x-dynamo-prefill-dp-rank) do. A value out of range, or a
 // session or engine contradicting the headers', is a 400 naming the
 // field. Every overload answer carries Retry-After, and a policy-class
 // refusal the structured body of overload.go.

@@ -156,7 +156,7 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 
 // buildRequest builds the routing request of a parsed body, its parsed
 // nvext and its headers: the session (headers, else the body's session
-// fields, by keys), the pin headers, the policy class, and the priority
+// fields, by keys), the pin headers (the prefill pin's too), the policy class, and the priority
 // headers where nvext has none. Every edge of the node builds its
 // requests here.
 func buildRequest(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request, ext NVExt, id string, arrival time.Time) (*dispatch.Request, error) {
@@ -173,7 +173,7 @@ func buildRequest(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request, e
 	}
 	req := &dispatch.Request{
 		ID: id, Model: p.Model, Tokens: p.Tokens, Text: p.Text, LoRA: p.LoRA, CacheSalt: p.CacheSalt,
-		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin,
+		SessionID: si.ID, ParentSessionID: si.Parent, SessionFinal: si.Final, Pin: si.Pin, PrefillPin: si.PrefillPin,
 		MaxTokens: p.MaxTokens, Arrival: arrival, PolicyClass: class,
 	}
 	return req, ext.apply(req)

@@ -42,13 +42,15 @@ type NVExt struct {
 	AgentHints     AgentHints      `json:"agent_hints"`
 	SessionControl *SessionControl `json:"session_control"`
 	// BackendInstanceID names the engine for the direct policy (an
-	// external endpoint picker's choice); PrefillWorkerID and
-	// DecodeWorkerID are its disaggregated forms, of which kvrouter, which
-	// routes aggregated serving, reads DecodeWorkerID as the engine.
+	// external endpoint picker's choice); DecodeWorkerID is the same for
+	// the decode engine of a disaggregated request, and PrefillWorkerID
+	// (with PrefillDPRank) its prefill engine, as the prefill pin headers
+	// name it.
 	BackendInstanceID *uint64 `json:"backend_instance_id"`
 	PrefillWorkerID   *uint64 `json:"prefill_worker_id"`
 	DecodeWorkerID    *uint64 `json:"decode_worker_id"`
 	DPRank            *uint32 `json:"dp_rank"`
+	PrefillDPRank     *uint32 `json:"prefill_dp_rank"`
 }
 
 // AgentHints are per-request hints of an agent harness.
@@ -107,6 +109,9 @@ func (x *NVExt) validate() error {
 	}
 	if _, ok := x.Worker(); x.DPRank != nil && !ok {
 		return oaiedge.Invalid(nvextParam+".dp_rank", "nvext.dp_rank requires nvext.backend_instance_id or nvext.decode_worker_id")
+	}
+	if x.PrefillDPRank != nil && x.PrefillWorkerID == nil {
+		return oaiedge.Invalid(nvextParam+".prefill_dp_rank", "nvext.prefill_dp_rank requires nvext.prefill_worker_id")
 	}
 	return nil
 }

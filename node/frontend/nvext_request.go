@@ -82,21 +82,32 @@ func (x *NVExt) applySession(r *dispatch.Request) error {
 	return nil
 }
 
-// applyWorker pins the request to the engine the extension names, the
-// input of the direct routing mode (any other mode honours it as it
-// honours the pin headers).
+// applyWorker pins the request to the engines the extension names, the
+// input of the direct routing mode (any other mode honours them as it
+// honours the pin headers): the engine (a disaggregated request's decode
+// engine) and the prefill engine.
 func (x *NVExt) applyWorker(r *dispatch.Request) error {
-	id, ok := x.Worker()
-	if !ok {
-		return nil
+	if id, ok := x.Worker(); ok {
+		if err := pinOnce(&r.Pin, id, x.DPRank, nvextParam+".backend_instance_id"); err != nil {
+			return err
+		}
 	}
-	pin := &dispatch.Pin{Engine: routing.WorkerID(id), AnyRank: x.DPRank == nil}
-	if x.DPRank != nil {
-		pin.Rank = *x.DPRank
+	if x.PrefillWorkerID != nil {
+		return pinOnce(&r.PrefillPin, *x.PrefillWorkerID, x.PrefillDPRank, nvextParam+".prefill_worker_id")
 	}
-	if p := r.Pin; p != nil && *p != *pin {
-		return oaiedge.Invalid(nvextParam+".backend_instance_id", "nvext names engine %d, the pin headers another", id)
+	return nil
+}
+
+// pinOnce sets *dst to engine id (and rank), refusing, as param, a pin
+// the headers set to another.
+func pinOnce(dst **dispatch.Pin, id uint64, rank *uint32, param string) error {
+	pin := &dispatch.Pin{Engine: routing.WorkerID(id), AnyRank: rank == nil}
+	if rank != nil {
+		pin.Rank = *rank
 	}
-	r.Pin = pin
+	if p := *dst; p != nil && *p != *pin {
+		return oaiedge.Invalid(param, "nvext names engine %d, the pin headers another", id)
+	}
+	*dst = pin
 	return nil
 }

@@ -15,12 +15,30 @@ const (
 	headerPinRank   = "X-Dp-Rank"
 )
 
+// pinHeaders are one pin's header names: the reference router's, then
+// its compatibility aliases; the first one present is read.
+type pinHeaders struct{ engine, rank []string }
+
+var (
+	// decodePin names the engine of an aggregated request, or the decode
+	// engine of a disaggregated one.
+	decodePin = pinHeaders{engine: []string{"X-Dynamo-Worker-Instance-Id", headerPinEngine},
+		rank: []string{"X-Dynamo-Dp-Rank", headerPinRank, "X-Data-Parallel-Rank"}}
+	// prefillPin names the prefill engine of a disaggregated request.
+	prefillPin = pinHeaders{engine: []string{"X-Dynamo-Prefill-Instance-Id", "X-Prefill-Instance-Id"},
+		rank: []string{"X-Dynamo-Prefill-Dp-Rank", "X-Prefill-Dp-Rank"}}
+)
+
+// unsetRank is the rank header value that the reference router reads as
+// no rank (u32::MAX), which its gateways send for an engine without one.
+const unsetRank = "4294967295"
+
 // sessionInfo is what the headers say about affinity: the session, read
 // by oaiedge as the gateway reads it, and the pin, which only a router
 // node honours.
 type sessionInfo struct {
 	oaiedge.Session
-	Pin *dispatch.Pin
+	Pin, PrefillPin *dispatch.Pin
 }
 
 // readSession extracts the session (from the headers, else from p's body
@@ -31,30 +49,48 @@ func readSession(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request) (s
 	if err != nil {
 		return sessionInfo{}, err
 	}
-	pin, err := readPin(h)
-	return sessionInfo{Session: s, Pin: pin}, err
+	si := sessionInfo{Session: s}
+	if si.Pin, err = readPin(h, decodePin); err != nil {
+		return sessionInfo{}, err
+	}
+	si.PrefillPin, err = readPin(h, prefillPin)
+	return si, err
 }
 
-// readPin parses the pin headers; a rank without an engine is refused.
-func readPin(h http.Header) (*dispatch.Pin, error) {
-	engine, rank := h.Get(headerPinEngine), h.Get(headerPinRank)
+// readPin parses one pin's headers; a rank without an engine is refused.
+func readPin(h http.Header, names pinHeaders) (*dispatch.Pin, error) {
+	en, engine := first(h, names.engine)
+	rn, rank := first(h, names.rank)
+	if rank == unsetRank {
+		rank = ""
+	}
 	if engine == "" {
 		if rank != "" {
-			return nil, oaiedge.Invalid(headerPinRank, "%s requires %s", headerPinRank, headerPinEngine)
+			return nil, oaiedge.Invalid(rn, "%s requires %s", rn, names.engine[0])
 		}
 		return nil, nil
 	}
 	id, err := strconv.ParseUint(engine, 10, 64)
 	if err != nil {
-		return nil, oaiedge.Invalid(headerPinEngine, "%s must be a decimal engine id", headerPinEngine)
+		return nil, oaiedge.Invalid(en, "%s must be a decimal engine id", en)
 	}
 	pin := &dispatch.Pin{Engine: routing.WorkerID(id), AnyRank: rank == ""}
 	if rank != "" {
 		r, err := strconv.ParseUint(rank, 10, 32)
 		if err != nil {
-			return nil, oaiedge.Invalid(headerPinRank, "%s must be a decimal rank", headerPinRank)
+			return nil, oaiedge.Invalid(rn, "%s must be a decimal rank", rn)
 		}
 		pin.Rank = uint32(r)
 	}
 	return pin, nil
+}
+
+// first is the first of names present in h, and its value.
+func first(h http.Header, names []string) (string, string) {
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			return n, v
+		}
+	}
+	return names[0], ""
 }

@@ -26,10 +26,17 @@
 // Config.SelectionTTL (120 s) or until Config.MaxSelectionBytes of newer
 // selections push it out, whichever comes first; Reserve books it once.
 //
-// Refusals. The package proxies nothing, does not retry, and does not
-// route disaggregated prefill (SelectResponse.prefill_worker stays
-// unset). A selection's engine may leave before the caller uses it; the
-// caller then selects again.
+// Disaggregated serving. A model with prefill and decode engines is
+// decided as the dispatcher decides it, in pairs: the answer's worker is
+// the decode engine and prefill_worker the prefill engine, with its
+// bootstrap port and data-parallel size. A reservation holds both hops'
+// bookings (PrefillComplete ends the prefill hop's); Reserve pins both
+// engines its Select chose; Release with PREFILL_UNREACHABLE makes the
+// prefill engine a suspect of the prefill stage.
+//
+// Refusals. The package proxies nothing and does not retry. A selection's
+// engine may leave before the caller uses it; the caller then selects
+// again.
 //
 // Concurrency. Service is safe for concurrent use. Each reservation's
 // Decision is driven under its own lock, so its callbacks never run at

@@ -73,7 +73,7 @@ func (h mirror) prefillComplete(w http.ResponseWriter, r *http.Request) {
 	h.answer(w, start, out, err)
 }
 
-// release serves DELETE /v1/reservations/{id}[?outcome=failed|unreachable].
+// release serves DELETE /v1/reservations/{id}[?outcome=failed|unreachable|prefill_unreachable].
 func (h mirror) release(w http.ResponseWriter, r *http.Request) {
 	start := h.s.cfg.Now()
 	in := &kvrpb.SelectReleaseRequest{ReservationId: r.PathValue("id")}
@@ -85,8 +85,10 @@ func (h mirror) release(w http.ResponseWriter, r *http.Request) {
 		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_FAILED
 	case "unreachable":
 		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_UNREACHABLE
+	case "prefill_unreachable":
+		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_PREFILL_UNREACHABLE
 	default:
-		err = oaiedge.Invalid("outcome", "outcome must be succeeded, failed or unreachable, got %q", o)
+		err = oaiedge.Invalid("outcome", "outcome must be succeeded, failed, unreachable or prefill_unreachable, got %q", o)
 	}
 	if err == nil {
 		out, err = h.s.release(in)

@@ -26,13 +26,29 @@ var openAIPaths = map[string]oaiedge.Endpoint{
 	oaiedge.Embeddings.Path(): oaiedge.Embeddings, oaiedge.Responses.Path(): oaiedge.Responses,
 }
 
+// lease is how a built request holds its prompt's tokens: lent from the
+// OpenAI parser's pool, which release gives them back to once the request
+// is no longer used, or owned (the decoded message's ids, the
+// tokenizer's output: release is nil), which a kept selection may then
+// keep without copying them.
+type lease struct{ release func() }
+
+// lent reports whether the tokens must be given back.
+func (l lease) lent() bool { return l.release != nil }
+
+// end gives lent tokens back.
+func (l lease) end() {
+	if l.release != nil {
+		l.release()
+	}
+}
+
 // request builds the routing request of in with id, through the
-// frontend's builder. release gives back the prompt's pooled tokens once
-// the request is no longer used.
-func (s *Service) request(in *kvrpb.SelectRequest, id string) (*dispatch.Request, func(), error) {
+// frontend's builder, and says how it holds its tokens.
+func (s *Service) request(in *kvrpb.SelectRequest, id string) (*dispatch.Request, lease, error) {
 	h, err := headers(in.GetHeaders())
 	if err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	now := s.cfg.Now()
 	switch p := in.GetPrompt().(type) {
@@ -40,39 +56,39 @@ func (s *Service) request(in *kvrpb.SelectRequest, id string) (*dispatch.Request
 		return s.openAI(in, p.Openai, h, id)
 	case *kvrpb.SelectRequest_Tokens:
 		if len(p.Tokens.GetIds()) == 0 {
-			return nil, nil, oaiedge.Invalid("tokens", "tokens.ids is empty")
+			return nil, lease{}, oaiedge.Invalid("tokens", "tokens.ids is empty")
 		}
 		r, err := s.reqs.Prompt(id, prompt(in, p.Tokens.GetIds(), ""), h, now)
-		return r, func() {}, err
+		return r, lease{}, err
 	case *kvrpb.SelectRequest_Text:
 		if p.Text == "" {
-			return nil, nil, oaiedge.Invalid("text", "text is empty")
+			return nil, lease{}, oaiedge.Invalid("text", "text is empty")
 		}
 		r, err := s.reqs.Prompt(id, prompt(in, nil, p.Text), h, now)
-		return r, func() {}, err
+		return r, lease{}, err
 	}
-	return nil, nil, oaiedge.Invalid("prompt", "one of tokens, text and openai is required")
+	return nil, lease{}, oaiedge.Invalid("prompt", "one of tokens, text and openai is required")
 }
 
 // openAI builds the request of an OpenAI body; its nvext carries the
 // hints, so the hints field must be unset.
-func (s *Service) openAI(in *kvrpb.SelectRequest, o *kvrpb.SelectOpenAI, h http.Header, id string) (*dispatch.Request, func(), error) {
+func (s *Service) openAI(in *kvrpb.SelectRequest, o *kvrpb.SelectOpenAI, h http.Header, id string) (*dispatch.Request, lease, error) {
 	ep, ok := openAIPaths[o.GetPath()]
 	if !ok {
-		return nil, nil, oaiedge.Invalid("openai.path", "openai.path %q is not a routed endpoint", o.GetPath())
+		return nil, lease{}, oaiedge.Invalid("openai.path", "openai.path %q is not a routed endpoint", o.GetPath())
 	}
 	if in.GetHints() != nil {
-		return nil, nil, oaiedge.Invalid("hints", "hints go in the openai body's nvext")
+		return nil, lease{}, oaiedge.Invalid("hints", "hints go in the openai body's nvext")
 	}
 	r, release, err := s.reqs.OpenAI(id, ep, o.GetBody(), h, s.cfg.Now())
 	if err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	if m := in.GetModel(); m != "" && m != r.Model {
 		release()
-		return nil, nil, oaiedge.Invalid("model", "model %q differs from the openai body's %q", m, r.Model)
+		return nil, lease{}, oaiedge.Invalid("model", "model %q differs from the openai body's %q", m, r.Model)
 	}
-	return r, release, nil
+	return r, lease{release: release}, nil
 }
 
 // prompt is the frontend's Prompt of in.

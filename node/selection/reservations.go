@@ -3,6 +3,7 @@ package selection
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,7 +74,12 @@ func (rs *reservations) prefillComplete(id string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dec.OnFirstToken() // a no-op once Done has run
+	// Both are no-ops once Done has run. A pair's first token also means
+	// its prefill hop handed the cache off: that hop's load ends.
+	if r.dec.Prefill != nil {
+		r.dec.Prefill.Done(nil)
+	}
+	r.dec.OnFirstToken()
 	return nil
 }
 
@@ -113,10 +119,14 @@ func (rs *reservations) take(id string) *reservation {
 	return r
 }
 
-// end ends the reservation's Decision.
+// end ends the reservation's Decision; a pair released as its prefill
+// engine's failure makes that engine a suspect of the prefill stage.
 func (r *reservation) end(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dec.Prefill != nil && errors.Is(err, errPrefillUnreachable) {
+		r.dec.Prefill.Done(fmt.Errorf("%w: %w", dispatch.ErrEngineUnreachable, err))
+	}
 	r.dec.Done(err)
 }
 

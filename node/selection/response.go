@@ -1,10 +1,6 @@
 package selection
 
 import (
-	"fmt"
-	"net"
-	"net/url"
-
 	"github.com/kvrouter/kvrouter/node/dispatch"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -25,37 +21,34 @@ func selectionResponse(id string, s *dispatch.Selection) *kvrpb.SelectResponse {
 		}
 		out.Candidates[i] = sc
 	}
+	if p := s.Prefill; p != nil {
+		out.PrefillWorker = prefillWorker(p.Worker, p.EndpointURL, p.BootstrapPort, p.DPSize)
+	}
 	return out
 }
 
 // decisionResponse is the answer of a reservation.
 func decisionResponse(id string, d *dispatch.Decision) *kvrpb.SelectResponse {
-	return &kvrpb.SelectResponse{RequestId: id, Worker: worker(d.Worker, d.EndpointURL),
+	out := &kvrpb.SelectResponse{RequestId: id, Worker: worker(d.Worker, d.EndpointURL),
 		Blocks: uint32(d.Blocks), CachedBlocks: uint32(d.CachedBlocks), SessionBound: d.SessionBound}
+	if p := d.Prefill; p != nil {
+		out.PrefillWorker = prefillWorker(p.Worker, p.EndpointURL, p.BootstrapPort, p.DPSize)
+	}
+	return out
+}
+
+// prefillWorker is a pair's prefill engine, with what its hand-off needs.
+func prefillWorker(w routing.Worker, baseURL string, bootstrapPort, dpSize uint32) *kvrpb.SelectWorker {
+	out := worker(w, baseURL)
+	out.BootstrapPort, out.DpSize = bootstrapPort, dpSize
+	return out
 }
 
 func worker(w routing.Worker, baseURL string) *kvrpb.SelectWorker {
-	hp, _ := HostPort(baseURL)
+	hp, _ := dispatch.HostPort(baseURL)
 	return &kvrpb.SelectWorker{EngineId: uint64(w.ID), DpRank: w.Rank, Endpoint: hp, Url: baseURL}
 }
 
 func load(l routing.Load) *kvrpb.SelectLoad {
 	return &kvrpb.SelectLoad{PrefillTokens: l.PrefillTokens, DecodeBlocks: l.DecodeBlocks, ActiveRequests: l.ActiveRequests}
-}
-
-// HostPort is the host:port of an engine's base URL, as a gateway's
-// destination header carries it: the URL's port, else its scheme's.
-func HostPort(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("engine URL %q has no host", baseURL)
-	}
-	if u.Port() != "" {
-		return u.Host, nil
-	}
-	port := "80"
-	if u.Scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(u.Hostname(), port), nil
 }

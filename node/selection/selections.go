@@ -7,8 +7,8 @@ import (
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
-// selections keeps recent selections for Reserve: the request, with its
-// own copy of the prompt, and the engine chosen. Entries leave in the
+// selections keeps recent selections for Reserve: the request, with a
+// prompt of its own, and the engine chosen. Entries leave in the
 // order they came, at their TTL or when the entry or byte bound needs
 // room; since every entry has the same TTL, insertion order is expiry
 // order and a FIFO is all the bookkeeping needed.
@@ -25,22 +25,32 @@ type selections struct {
 
 // selected is one kept selection.
 type selected struct {
-	req     dispatch.Request
-	worker  dispatch.Pin
+	req dispatch.Request
+	pins
 	expires time.Time
 	bytes   int64
+}
+
+// pins are a selection's engines: the engine (a pair's decode engine) and
+// a pair's prefill engine (nil for aggregated serving).
+type pins struct {
+	worker  dispatch.Pin
+	prefill *dispatch.Pin
 }
 
 func newSelections(ttl time.Duration, maxN int, maxBytes int64) *selections {
 	return &selections{ttl: ttl, maxN: maxN, maxBytes: maxBytes, m: make(map[string]*selected)}
 }
 
-// put keeps a copy of r (its prompt included, since r's tokens are lent)
-// as chosen to go to w, and returns its id.
-func (ss *selections) put(r *dispatch.Request, w dispatch.Pin, now time.Time) string {
-	e := &selected{req: *r, worker: w, expires: now.Add(ss.ttl)}
-	e.req.Tokens = append([]uint32(nil), r.Tokens...)
-	e.req.Pin, e.req.OverlapScoreCredit = nil, cloneFloat(r.OverlapScoreCredit)
+// put keeps a copy of r as chosen to go to p's engines, and returns its
+// id. Its tokens are copied only when lent (see lease): a prompt of token
+// ids owns them, and copying 48 KiB per Select bought nothing.
+func (ss *selections) put(r *dispatch.Request, p pins, lent bool, now time.Time) string {
+	e := &selected{req: *r, pins: p, expires: now.Add(ss.ttl)}
+	if lent {
+		e.req.Tokens = append([]uint32(nil), r.Tokens...)
+	}
+	e.req.Pin, e.req.PrefillPin, e.req.OverlapScoreCredit = nil, nil, cloneFloat(r.OverlapScoreCredit)
 	e.bytes = int64(4*len(e.req.Tokens) + len(e.req.Text) + 256)
 	id := newID()
 	ss.mu.Lock()

@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -67,17 +68,17 @@ func (s *Service) Reservations() int { return s.res.len() }
 
 // selectOne is Select: the decision, kept for Reserve, with its costs.
 func (s *Service) selectOne(ctx context.Context, in *kvrpb.SelectRequest) (*kvrpb.SelectResponse, error) {
-	r, release, err := s.begin(in)
+	r, l, err := s.begin(in)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.end()
 	sel, err := s.router.Select(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	out := selectionResponse(r.ID, sel)
-	out.SelectionId = s.sels.put(r, dispatch.Pin{Engine: sel.Worker.ID, Rank: sel.Worker.Rank}, s.cfg.Now())
+	out.SelectionId = s.sels.put(r, chosen(sel), l.lent(), s.cfg.Now())
 	out.SelectionTtlMs = uint64(s.cfg.SelectionTTL / time.Millisecond)
 	return out, nil
 }
@@ -85,11 +86,11 @@ func (s *Service) selectOne(ctx context.Context, in *kvrpb.SelectRequest) (*kvrp
 // selectAndReserve is SelectAndReserve: Route, which books the load, and
 // a reservation that holds the Decision.
 func (s *Service) selectAndReserve(ctx context.Context, in *kvrpb.SelectRequest) (*kvrpb.SelectResponse, error) {
-	r, release, err := s.begin(in)
+	r, l, err := s.begin(in)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.end()
 	return s.reserveRequest(ctx, r)
 }
 
@@ -104,8 +105,18 @@ func (s *Service) reserve(ctx context.Context, in *kvrpb.SelectReserveRequest) (
 		return nil, fmt.Errorf("%w: %q", ErrSelectionNotFound, in.GetSelectionId())
 	}
 	r := e.req
-	r.Pin, r.Arrival = &e.worker, s.cfg.Now()
+	r.Pin, r.PrefillPin, r.Arrival = &e.worker, e.prefill, s.cfg.Now()
 	return s.reserveRequest(ctx, &r)
+}
+
+// chosen are the engines sel chose: a Reserve pins them, the decode
+// engine and the prefill engine of a pair alike.
+func chosen(sel *dispatch.Selection) pins {
+	p := pins{worker: dispatch.Pin{Engine: sel.Worker.ID, Rank: sel.Worker.Rank}}
+	if sp := sel.Prefill; sp != nil {
+		p.prefill = &dispatch.Pin{Engine: sp.Worker.ID, Rank: sp.Worker.Rank}
+	}
+	return p
 }
 
 // reserveRequest routes r and keeps its Decision as a reservation.
@@ -137,13 +148,13 @@ func (s *Service) release(in *kvrpb.SelectReleaseRequest) (*kvrpb.SelectReleaseR
 }
 
 // begin checks readiness and builds the routing request of in.
-func (s *Service) begin(in *kvrpb.SelectRequest) (*dispatch.Request, func(), error) {
+func (s *Service) begin(in *kvrpb.SelectRequest) (*dispatch.Request, lease, error) {
 	if err := s.serving(); err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	id, err := s.requestID(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	return s.request(in, id)
 }
@@ -166,9 +177,16 @@ func outcomeError(o kvrpb.SelectOutcome) error {
 		return errReleasedFailed
 	case kvrpb.SelectOutcome_SELECT_OUTCOME_UNREACHABLE:
 		return fmt.Errorf("selection: released by the caller: %w", dispatch.ErrEngineUnreachable)
+	case kvrpb.SelectOutcome_SELECT_OUTCOME_PREFILL_UNREACHABLE:
+		return errPrefillUnreachable
 	}
 	return nil
 }
+
+// errPrefillUnreachable ends a pair whose prefill hop could not reach its
+// engine: the request failed, on the decode engine's side for no fault
+// of its own (reservation.end marks the prefill engine).
+var errPrefillUnreachable = errors.New("selection: released by the caller: the prefill engine was unreachable")
 
 // observe counts one call of edge and records its answer time.
 func (s *Service) observe(edge string, start time.Time, c oaiedge.Class, err error) {

@@ -19,7 +19,7 @@ func TestSelectionsAreBoundedAndTakenOnce(t *testing.T) {
 	r := &dispatch.Request{ID: "r", Model: "m", Tokens: make([]uint32, 100)}
 	ids := make([]string, 4)
 	for i := range ids {
-		ids[i] = ss.put(r, dispatch.Pin{Engine: 1}, t0)
+		ids[i] = ss.put(r, pins{worker: dispatch.Pin{Engine: 1}}, true, t0)
 	}
 	if _, ok := ss.take(ids[0], t0); ok {
 		t.Error("the oldest selection outlived the byte bound")
@@ -33,6 +33,22 @@ func TestSelectionsAreBoundedAndTakenOnce(t *testing.T) {
 	}
 	if _, ok := ss.take(ids[2], t0.Add(time.Minute)); ok {
 		t.Error("a selection outlived its TTL")
+	}
+}
+
+// TestSelectionsCopyOnlyLentTokens: a selection keeps a prompt it owns
+// as it is, and copies one lent from the parser's pool, which the pool
+// reuses once the call ends.
+func TestSelectionsCopyOnlyLentTokens(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ss := newSelections(time.Minute, 10, 1<<20)
+	for _, lent := range []bool{false, true} {
+		r := &dispatch.Request{ID: "r", Model: "m", Tokens: []uint32{1, 2, 3}}
+		e, _ := ss.take(ss.put(r, pins{}, lent, t0), t0)
+		r.Tokens[0] = 9 // the owner's next use of its memory
+		if kept := e.req.Tokens[0]; kept != map[bool]uint32{false: 9, true: 1}[lent] {
+			t.Errorf("lent=%v: the kept prompt starts with %d", lent, kept)
+		}
 	}
 }
 
@@ -60,19 +76,5 @@ func TestSelectCodeOfEveryClass(t *testing.T) {
 	}
 	if c := table.Classify(ErrSelectionNotFound); c.Status != http.StatusNotFound {
 		t.Errorf("selection not found is %d", c.Status)
-	}
-}
-
-// TestHostPort: the destination of an engine URL is its host and port,
-// the scheme's port when it has none.
-func TestSelectHostPort(t *testing.T) {
-	for in, want := range map[string]string{"http://10.0.0.1:8000": "10.0.0.1:8000", "https://e.svc": "e.svc:443",
-		"http://[::1]": "[::1]:80"} {
-		if got, err := HostPort(in); err != nil || got != want {
-			t.Errorf("HostPort(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := HostPort("nope"); err == nil {
-		t.Error("a URL without a host has a destination")
 	}
 }

@@ -39,9 +39,15 @@ const (
 	// SELECT_OUTCOME_FAILED: it failed after reaching the engine, or the
 	// client left.
 	SelectOutcome_SELECT_OUTCOME_FAILED SelectOutcome = 1
-	// SELECT_OUTCOME_UNREACHABLE: nothing was sent, the engine could not be
-	// reached; the node leaves it out of selection for a while.
+	// SELECT_OUTCOME_UNREACHABLE: nothing was sent, the engine (the decode
+	// engine of a pair) could not be reached; the node leaves it out of
+	// selection for a while.
 	SelectOutcome_SELECT_OUTCOME_UNREACHABLE SelectOutcome = 2
+	// SELECT_OUTCOME_PREFILL_UNREACHABLE: the prefill hop of a pair could
+	// not reach its engine, which the node leaves out of the prefill
+	// candidates for a while; the request failed. For an aggregated
+	// reservation it is SELECT_OUTCOME_FAILED.
+	SelectOutcome_SELECT_OUTCOME_PREFILL_UNREACHABLE SelectOutcome = 3
 )
 
 // Enum value maps for SelectOutcome.
@@ -50,11 +56,13 @@ var (
 		0: "SELECT_OUTCOME_SUCCEEDED",
 		1: "SELECT_OUTCOME_FAILED",
 		2: "SELECT_OUTCOME_UNREACHABLE",
+		3: "SELECT_OUTCOME_PREFILL_UNREACHABLE",
 	}
 	SelectOutcome_value = map[string]int32{
-		"SELECT_OUTCOME_SUCCEEDED":   0,
-		"SELECT_OUTCOME_FAILED":      1,
-		"SELECT_OUTCOME_UNREACHABLE": 2,
+		"SELECT_OUTCOME_SUCCEEDED":           0,
+		"SELECT_OUTCOME_FAILED":              1,
+		"SELECT_OUTCOME_UNREACHABLE":         2,
+		"SELECT_OUTCOME_PREFILL_UNREACHABLE": 3,
 	}
 )
 
@@ -103,7 +111,8 @@ type SelectRequest struct {
 	// headers are the client request's headers that routing reads: the
 	// session headers the node is configured with (X-Session-Id, ...), the
 	// parent-session and session-final headers, the worker pin headers
-	// (X-Worker-Instance-Id, X-Dp-Rank), X-Dynamo-Meta-Policy-Class and the
+	// (X-Worker-Instance-Id, X-Dp-Rank), the prefill pin headers
+	// (x-dynamo-prefill-instance-id, x-dynamo-prefill-dp-rank), X-Dynamo-Meta-Policy-Class and the
 	// priority headers. Names are case-insensitive.
 	Headers map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// hints carry what nvext carries in an OpenAI body; a value set in the
@@ -434,8 +443,14 @@ type SelectWorker struct {
 	DpRank   uint32                 `protobuf:"varint,2,opt,name=dp_rank,json=dpRank,proto3" json:"dp_rank,omitempty"`
 	// endpoint is the engine's host:port, as a gateway's destination
 	// header carries it; url its OpenAI-compatible base URL (no /v1).
-	Endpoint      string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	Url           string `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Url      string `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`
+	// bootstrap_port and dp_size are set for a prefill_worker: its SGLang
+	// KV bootstrap port on the endpoint's host (0: none, the hand-off is
+	// vLLM's kv_transfer_params), and its number of data-parallel ranks,
+	// since SGLang picks the prefill rank by bootstrap_room modulo dp_size.
+	BootstrapPort uint32 `protobuf:"varint,5,opt,name=bootstrap_port,json=bootstrapPort,proto3" json:"bootstrap_port,omitempty"`
+	DpSize        uint32 `protobuf:"varint,6,opt,name=dp_size,json=dpSize,proto3" json:"dp_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -496,6 +511,20 @@ func (x *SelectWorker) GetUrl() string {
 		return x.Url
 	}
 	return ""
+}
+
+func (x *SelectWorker) GetBootstrapPort() uint32 {
+	if x != nil {
+		return x.BootstrapPort
+	}
+	return 0
+}
+
+func (x *SelectWorker) GetDpSize() uint32 {
+	if x != nil {
+		return x.DpSize
+	}
+	return 0
 }
 
 // SelectLoad is a rank's load, in the cost model's units.
@@ -687,23 +716,27 @@ type SelectResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// worker is the chosen engine; with disaggregated serving it is the
-	// decode engine.
+	// decode engine, to which the request goes after its prefill hop.
 	Worker *SelectWorker `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
-	// prefill_worker is the engine that prefills the prompt under
-	// disaggregated serving; unset for aggregated serving, the only kind
-	// this version routes.
+	// prefill_worker is the engine that prefills the prompt and hands its
+	// KV cache off to worker, under disaggregated serving; unset for
+	// aggregated serving. A reservation books both (the prefill hop's load
+	// ends at PrefillComplete).
 	PrefillWorker *SelectWorker `protobuf:"bytes,3,opt,name=prefill_worker,json=prefillWorker,proto3" json:"prefill_worker,omitempty"`
 	// block_size is the block size the prompt was hashed at; blocks its
-	// complete blocks; cached_blocks how many the worker holds (predicted).
+	// complete blocks; cached_blocks how many the worker holds (predicted),
+	// under disaggregated serving how many the prefill_worker holds.
 	BlockSize    uint32 `protobuf:"varint,4,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
 	Blocks       uint32 `protobuf:"varint,5,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	CachedBlocks uint32 `protobuf:"varint,6,opt,name=cached_blocks,json=cachedBlocks,proto3" json:"cached_blocks,omitempty"`
 	// session_bound: the session's binding chose the worker.
 	SessionBound bool `protobuf:"varint,7,opt,name=session_bound,json=sessionBound,proto3" json:"session_bound,omitempty"`
 	// reason names the rule that chose ("argmin", "sampled", "pinned",
-	// "session", ...). Empty on reservations.
+	// "session", ...); under disaggregated serving, the prefill stage's.
+	// Empty on reservations.
 	Reason string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
-	// candidates is the cost breakdown, Select only: every rank compared.
+	// candidates is the cost breakdown, Select only: every rank compared
+	// (under disaggregated serving, by the prefill stage).
 	Candidates []*SelectCandidate `protobuf:"bytes,9,rep,name=candidates,proto3" json:"candidates,omitempty"`
 	// selection_id names this selection for Reserve (Select only); it is
 	// kept for selection_ttl_ms.
@@ -1060,12 +1093,14 @@ const file_proto_kvr_v1_selection_proto_rawDesc = "" +
 	"\x0fstrict_priority\x18\x06 \x01(\rH\x02R\x0estrictPriority\x88\x01\x01B\x17\n" +
 	"\x15_overlap_score_creditB\v\n" +
 	"\t_priorityB\x12\n" +
-	"\x10_strict_priority\"r\n" +
+	"\x10_strict_priority\"\xb2\x01\n" +
 	"\fSelectWorker\x12\x1b\n" +
 	"\tengine_id\x18\x01 \x01(\x04R\bengineId\x12\x17\n" +
 	"\adp_rank\x18\x02 \x01(\rR\x06dpRank\x12\x1a\n" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x10\n" +
-	"\x03url\x18\x04 \x01(\tR\x03url\"\x81\x01\n" +
+	"\x03url\x18\x04 \x01(\tR\x03url\x12%\n" +
+	"\x0ebootstrap_port\x18\x05 \x01(\rR\rbootstrapPort\x12\x17\n" +
+	"\adp_size\x18\x06 \x01(\rR\x06dpSize\"\x81\x01\n" +
 	"\n" +
 	"SelectLoad\x12%\n" +
 	"\x0eprefill_tokens\x18\x01 \x01(\x03R\rprefillTokens\x12#\n" +
@@ -1113,11 +1148,12 @@ const file_proto_kvr_v1_selection_proto_rawDesc = "" +
 	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\x12/\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x15.kvr.v1.SelectOutcomeR\aoutcome\"-\n" +
 	"\x15SelectReleaseResponse\x12\x14\n" +
-	"\x05found\x18\x01 \x01(\bR\x05found*h\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found*\x90\x01\n" +
 	"\rSelectOutcome\x12\x1c\n" +
 	"\x18SELECT_OUTCOME_SUCCEEDED\x10\x00\x12\x19\n" +
 	"\x15SELECT_OUTCOME_FAILED\x10\x01\x12\x1e\n" +
-	"\x1aSELECT_OUTCOME_UNREACHABLE\x10\x022\xe0\x02\n" +
+	"\x1aSELECT_OUTCOME_UNREACHABLE\x10\x02\x12&\n" +
+	"\"SELECT_OUTCOME_PREFILL_UNREACHABLE\x10\x032\xe0\x02\n" +
 	"\tSelection\x127\n" +
 	"\x06Select\x12\x15.kvr.v1.SelectRequest\x1a\x16.kvr.v1.SelectResponse\x12A\n" +
 	"\x10SelectAndReserve\x12\x15.kvr.v1.SelectRequest\x1a\x16.kvr.v1.SelectResponse\x12?\n" +

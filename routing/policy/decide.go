@@ -106,8 +106,16 @@ type Query struct {
 	Ranks []routing.WorkerInfo
 	// ISLTokens is the prompt length in tokens (estimated for text).
 	ISLTokens int
-	// Pin optionally names the exact engine (and rank) to use.
-	Pin *Pin
+	// Pin optionally names the exact engine (and rank) to use: under
+	// Disagg, the decode rank. PrefillPin names Disagg's prefill rank;
+	// a Decider ignores it.
+	Pin, PrefillPin *Pin
+	// Allowed, when not nil, restricts the choice to these engines (a
+	// gateway's endpoint subset): the pipeline filters the others out, a
+	// session bound outside the set moves on success as a soft miss does,
+	// and a pin outside it is ErrNoCompatibleWorker, since the engine is
+	// unavailable to this request rather than unknown. Empty allows none.
+	Allowed []routing.WorkerID
 	// SessionKey is the binding key (session id, or the parent's for a
 	// session group); empty for none. SessionFinal ends it with the
 	// request.
@@ -124,6 +132,11 @@ type Query struct {
 	// on. Overrides adjust the KV cost model for this request.
 	OutputTokens int
 	Overrides    Overrides
+}
+
+// allows reports whether q's allowed set admits engine id.
+func (q *Query) allows(id routing.WorkerID) bool {
+	return q.Allowed == nil || slices.Contains(q.Allowed, id)
 }
 
 // Scratch is one decision's reusable memory; pool it so that the hot path
@@ -264,13 +277,13 @@ func (d *Decider) Choose(ctx context.Context, sc *Scratch, q *Query) (Choice, er
 	}
 	i, bound := -1, false
 	if s.found && q.Pin == nil {
-		i, bound = d.affine(ctx, sc, &s)
+		i, bound = d.affine(ctx, sc, q, &s)
 	}
 	if i < 0 {
 		if i, err = d.selectWorker(sc, q); err != nil {
 			return Choice{}, err
 		}
-		if i, bound, err = d.bindFirst(ctx, sc, &s, i); err != nil {
+		if i, bound, err = d.bindFirst(ctx, sc, q, &s, i); err != nil {
 			return Choice{}, err
 		}
 	}
@@ -293,7 +306,11 @@ type Choice struct {
 // selectWorker runs the policy pipeline and returns the chosen candidate's
 // index in sc.cands.
 func (d *Decider) selectWorker(sc *Scratch, q *Query) (int, error) {
-	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin, Thresholds: q.Thresholds, Overrides: q.Overrides}
+	if q.Pin != nil && !q.allows(q.Pin.Worker) {
+		return -1, fmt.Errorf("%w: pinned engine %d is outside the allowed set", ErrNoCompatibleWorker, q.Pin.Worker)
+	}
+	sc.preq = Request{ISLTokens: sc.plan.isl, BlockSize: sc.plan.blockSize, Pin: q.Pin, Allowed: q.Allowed,
+		Thresholds: q.Thresholds, Overrides: q.Overrides}
 	if err := d.pipe.RouteWith(&sc.dec, &sc.preq, sc.cands, q.Selector); err != nil {
 		return -1, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -108,22 +109,27 @@ type Pair struct {
 }
 
 // Candidates splits q's ranks by role and keeps, as the prefill stage's
-// candidates, the prefill ranks that can hand a cache off to some decode
-// rank (and, for a session bound to a decode rank, to that one). It
-// fails with ErrNoPrefillWorker when none is left.
+// candidates, the prefill ranks that can hand a cache off to some allowed
+// decode rank (and, for a session bound to a decode rank, to that one).
+// It fails with ErrNoPrefillWorker when none is left.
 func (g *Disagg) Candidates(ctx context.Context, ds *DisaggScratch, q *Query, now time.Time) error {
 	ds.layout.Split(q.Ranks)
-	ds.pranks = reachable(ds.pranks[:0], ds.layout.Prefill, ds.layout.Decode)
+	ds.dranks = allowedRanks(ds.dranks[:0], ds.layout.Decode, q)
+	ds.pranks = reachable(ds.pranks[:0], ds.layout.Prefill, ds.dranks)
 	if domain, ok := g.boundDomain(ctx, ds, q, now); ok {
 		ds.dranks = inDomain(ds.dranks[:0], ds.pranks, domain)
 		ds.pranks = append(ds.pranks[:0], ds.dranks...)
 	}
 	ds.pq = *q
-	ds.pq.Ranks, ds.pq.SessionKey, ds.pq.SessionFinal, ds.pq.Pin, ds.pq.Selector = ds.pranks, "", false, nil, nil
+	ds.pq.Ranks, ds.pq.SessionKey, ds.pq.SessionFinal, ds.pq.Selector = ds.pranks, "", false, nil
+	ds.pq.Pin, ds.pq.PrefillPin = q.PrefillPin, nil
+	ds.pq.Allowed = prefillAllowed(q.Allowed, ds.layout.Prefill)
 	// The prefill hop generates one token (max_tokens 1).
 	ds.pq.OutputTokens = 1
 	if err := g.prefill.Candidates(&ds.Prefill, &ds.pq, now); err != nil {
-		if errors.Is(err, ErrNoCompatibleWorker) {
+		// A pinned prefill engine that is unavailable leaves the request
+		// unserved, not the model without a prefill stage.
+		if errors.Is(err, ErrNoCompatibleWorker) && q.PrefillPin == nil {
 			return fmt.Errorf("%w: %w", ErrNoPrefillWorker, err)
 		}
 		return err
@@ -131,17 +137,44 @@ func (g *Disagg) Candidates(ctx context.Context, ds *DisaggScratch, q *Query, no
 	return nil
 }
 
+// allowedRanks appends to dst the ranks of from that q allows.
+func allowedRanks(dst, from []routing.WorkerInfo, q *Query) []routing.WorkerInfo {
+	for _, in := range from {
+		if q.allows(in.Worker.ID) {
+			dst = append(dst, in)
+		}
+	}
+	return dst
+}
+
+// prefillAllowed is the prefill stage's share of an allowed set: the set
+// itself when it names one of the prefill ranks, else nil (every prefill
+// rank). A set that names no prefill engine speaks of the engines a
+// gateway sends requests to, the decode engines; the prefill hop goes
+// from the decode engine to its prefill engine, not through the gateway.
+// A set that names some speaks of them too, and keeps the others out.
+func prefillAllowed(allowed []routing.WorkerID, prefill []routing.WorkerInfo) []routing.WorkerID {
+	for i := range prefill {
+		if slices.Contains(allowed, prefill[i].Worker.ID) {
+			return allowed
+		}
+	}
+	return nil
+}
+
 // boundDomain is the transfer domain of the decode rank q's session is
 // bound to, when it reports one: the prefill rank must be able to reach
 // it, or the binding would move with every prefill placement. A failed
-// lookup is left to the decode stage's own, which reports it.
+// lookup is left to the decode stage's own, which reports it; a bound
+// rank outside the allowed set constrains nothing, since the decode
+// stage moves the session off it.
 func (g *Disagg) boundDomain(ctx context.Context, ds *DisaggScratch, q *Query, now time.Time) (string, bool) {
 	b := g.decode.cfg.Bindings
 	if b == nil || q.SessionKey == "" || q.Pin != nil {
 		return "", false
 	}
 	bound, ok, err := b.Lookup(ctx, q.SessionKey, now)
-	if err != nil || !ok {
+	if err != nil || !ok || !q.allows(bound.Worker.ID) {
 		return "", false
 	}
 	for _, in := range ds.layout.Decode {
@@ -160,7 +193,7 @@ func (g *Disagg) Match(ds *DisaggScratch) { g.prefill.Match(&ds.Prefill) }
 // then the decode rank among those in its transfer domain: the session's
 // bound rank, or the least costly by decode load. The decode stage sees
 // the request's pin, session and thresholds; the prefill stage its
-// thresholds and overlap credit.
+// prefill pin, thresholds and overlap credit.
 func (g *Disagg) Choose(ctx context.Context, ds *DisaggScratch, q *Query) (Pair, error) {
 	var p Pair
 	var err error

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/kvrouter/kvrouter/routing"
+import (
+	"slices"
+
+	"github.com/kvrouter/kvrouter/routing"
+)
 
 // What the admission queue (routing/queue, driven by node/dispatch and
 // sim) needs of the Decider: the best cached prefix, for classification
@@ -49,14 +53,15 @@ func (d *Decider) CurrentLoads(sc *Scratch) {
 	}
 }
 
-// Free counts the candidates (only worker w's ranks, when w is not nil)
-// under both the request's busy thresholds and extra (a policy class's),
-// after CurrentLoads.
-func (sc *Scratch) Free(w *routing.WorkerID, extra *Thresholds) int {
+// Free counts the candidates (only the ranks of the engines in only, when
+// only is not nil: a pinned request's engine, or an allowed set) under
+// both the request's busy thresholds and extra (a policy class's), after
+// CurrentLoads.
+func (sc *Scratch) Free(only []routing.WorkerID, extra *Thresholds) int {
 	n := 0
 	for i := range sc.cands {
 		c := &sc.cands[i]
-		if w != nil && c.Info.Worker.ID != *w {
+		if only != nil && !slices.Contains(only, c.Info.Worker.ID) {
 			continue
 		}
 		if !sc.plan.th.Busy(c) && (extra == nil || !extra.Busy(c)) {

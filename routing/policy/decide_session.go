@@ -57,12 +57,14 @@ func (d *Decider) lookupSession(ctx context.Context, q *Query, now time.Time) (s
 //   - the bound worker is no longer a candidate (gone, or a suspect): the
 //     binding is invalidated and the request selects afresh, once, and
 //     binds the session on success (both modes);
-//   - soft mode and the bound worker is over a busy threshold: the request
-//     selects normally and, on success, moves the binding to its worker;
+//   - soft mode and the bound worker is over a busy threshold, or (either
+//     mode) the bound worker is outside the request's allowed set: the
+//     request selects normally and, on success, moves the binding to its
+//     worker;
 //   - otherwise the bound worker takes the request, without the busy
 //     filter in hard mode (exact dispatch) and, in soft mode, because it
 //     is not busy.
-func (d *Decider) affine(ctx context.Context, sc *Scratch, s *session) (int, bool) {
+func (d *Decider) affine(ctx context.Context, sc *Scratch, q *Query, s *session) (int, bool) {
 	i := findCandidate(sc.cands, s.bound.Worker)
 	if i < 0 {
 		if _, err := d.cfg.Bindings.Invalidate(ctx, s.key, s.bound.Version); err != nil {
@@ -72,7 +74,7 @@ func (d *Decider) affine(ctx context.Context, sc *Scratch, s *session) (int, boo
 		s.found, s.pending, s.expect = false, !s.final, 0
 		return -1, false
 	}
-	if d.cfg.AffinityMode == AffinitySoft && sc.plan.th.Busy(&sc.cands[i]) {
+	if !q.allows(s.bound.Worker.ID) || d.cfg.AffinityMode == AffinitySoft && sc.plan.th.Busy(&sc.cands[i]) {
 		s.pending, s.expect = !s.final, s.bound.Version
 		return -1, false
 	}
@@ -84,9 +86,10 @@ func (d *Decider) affine(ctx context.Context, sc *Scratch, s *session) (int, boo
 // the request must go to and whether that is by binding: the chosen one
 // when this request won (it then holds the new binding), or the winner's
 // when another request bound the session first. A winner that is not a
-// candidate here leaves the request on its own choice, unbound; its
-// binding is invalidated by the session's next request, as affine does.
-func (d *Decider) bindFirst(ctx context.Context, sc *Scratch, s *session, i int) (int, bool, error) {
+// candidate here, or not allowed, leaves the request on its own choice,
+// unbound; a winner gone is invalidated by the session's next request,
+// as affine does.
+func (d *Decider) bindFirst(ctx context.Context, sc *Scratch, q *Query, s *session, i int) (int, bool, error) {
 	if !s.pending || !d.authoritative {
 		return i, false, nil
 	}
@@ -104,7 +107,7 @@ func (d *Decider) bindFirst(ctx context.Context, sc *Scratch, s *session, i int)
 	}
 	d.cfg.Observer.Affinity(AffinityConflict, 1)
 	j := findCandidate(sc.cands, b.Worker)
-	if j < 0 {
+	if j < 0 || !q.allows(b.Worker.ID) {
 		return i, false, nil
 	}
 	s.found, s.bound = true, b

@@ -9,7 +9,8 @@
 //     the caller), queue limits, DRR quantum and deficit, and counters.
 //   - Shared heap: a class's requests that any eligible worker may take.
 //   - Lane: a class's requests that only one exact worker may take (pinned,
-//     or bound to a session); one heap per worker.
+//     or bound to a session), or only one set of workers (a gateway's
+//     endpoint subset); one heap per worker or set.
 //   - Order: fcfs or wspt, the key each heap sorts by (see Order).
 //   - Deficit round robin (DRR): how classes share dispatch. Each class
 //     earns Quantum tokens of credit per visit and spends a request's cost
@@ -28,7 +29,7 @@
 //
 // Next runs work-conserving DRR over the classes, from a ring cursor. A
 // class's candidate is the best of its shared head (when some worker can
-// take it) and the heads of the lanes whose worker can take them; the
+// take it) and the heads of the lanes whose workers can take them; the
 // caller's ready function says which. An empty class's deficit resets to
 // zero; a class with requests but no ready candidate keeps its deficit and
 // earns nothing. At the cursor a class dispatches when its deficit covers

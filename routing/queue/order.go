@@ -63,8 +63,10 @@ type Item struct {
 	heap  *itemHeap
 }
 
-// Lane names an exact worker by an opaque comparable key (the caller's
-// worker identity).
+// Lane names the workers an item can go to by an opaque comparable key:
+// an exact worker (the caller's worker identity), or a set of them. Each
+// lane is ordered apart, so that an item whose workers are busy holds up
+// no item of another lane.
 type Lane struct{ Key any }
 
 // Cost is the request's DRR cost, max(1, ISL - Cached), fixed at enqueue.
