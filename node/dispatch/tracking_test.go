@@ -59,7 +59,7 @@ func TestOutputTokensAreDecodeLoad(t *testing.T) {
 		if track {
 			want = 12
 		}
-		gauge := f.m.WorkerActiveDecodeBlocks.WithLabelValues("http://engine-1:8000", "0")
+		gauge := f.m.WorkerActiveDecodeBlocks.WithLabelValues("http://engine-1:8000", "0", "aggregated")
 		if got := f.active(w1(1)).DecodeBlocks; got != want {
 			t.Fatalf("tracking %v: %d decode blocks after 10 blocks of output, want %d", track, got, want)
 		}
