@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/openai/openai-go/v3"
 )
 
 // BenchmarkChatStreamed measures one streamed chat completion of 16 tokens
@@ -15,15 +13,11 @@ import (
 func BenchmarkChatStreamed(b *testing.B) {
 	h := startHarness(b, func(c *Config) { c.Engine.SpeedUp = 1000; c.Engine.NumBlocks = 4096 }, nil)
 	client := h.client()
-	params := openai.ChatCompletionNewParams{
-		Model:     testModel,
-		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("benchmark prompt of a few words")},
-		MaxTokens: openai.Int(16),
-	}
+	params := chat("benchmark prompt of a few words", 16, true)
 	start := time.Now()
 	chunks := 0
 	for b.Loop() {
-		stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+		stream := client.Stream(context.Background(), "/v1/chat/completions", params)
 		for stream.Next() {
 			chunks++
 		}

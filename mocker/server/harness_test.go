@@ -13,10 +13,9 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
@@ -137,16 +136,19 @@ func (h *harness) stop() error {
 	}
 }
 
-// client is an OpenAI client of the mocker's loopback endpoint.
-func (h *harness) client() openai.Client {
-	return openai.NewClient(option.WithBaseURL(h.base+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+// client is an OpenAI wire client of the mocker's loopback endpoint.
+func (h *harness) client() *oaiedgetest.Client {
+	return &oaiedgetest.Client{Base: h.base}
 }
 
-// openai is a client for one call chain (methods need an addressable
-// client).
-func (h *harness) openai() *openai.Client {
-	c := h.client()
-	return &c
+// chat is a chat request body with one user message.
+func chat(content string, maxTokens int, stream bool) map[string]any {
+	body := map[string]any{"model": testModel, "max_tokens": maxTokens,
+		"messages": []map[string]any{{"role": "user", "content": content}}}
+	if stream {
+		body["stream"] = true
+	}
+	return body
 }
 
 // post sends a raw JSON body and returns the status and body.

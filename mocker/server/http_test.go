@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/mocker"
 )
@@ -19,18 +17,15 @@ func TestChatStreaming(t *testing.T) {
 	client := h.client()
 	const n = 12
 	start := time.Now()
-	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model:         testModel,
-		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there, simulated engine")},
-		MaxTokens:     openai.Int(n),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	})
+	body := chat("hello there, simulated engine", n, true)
+	body["stream_options"] = map[string]any{"include_usage": true}
+	stream := client.Stream(context.Background(), "/v1/chat/completions", body)
 	var (
 		content  strings.Builder
 		chunks   int
 		role     string
 		finish   string
-		usage    openai.CompletionUsage
+		usage    oaiedgetest.Usage
 		arrivals []time.Time
 	)
 	for stream.Next() {
@@ -82,15 +77,12 @@ func TestChatNonStreamingWithTokenIDs(t *testing.T) {
 	h := startHarness(t, nil, nil)
 	client := h.client()
 	ids := tokenRange(1000, 3*testBlock+5)
-	params := openai.ChatCompletionNewParams{
-		Model:               testModel,
-		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("ignored for hashing")},
-		MaxCompletionTokens: openai.Int(5),
-	}
-	ext := option.WithJSONSet("kvrouter", map[string]any{"token_ids": ids})
+	params := map[string]any{"model": testModel, "max_completion_tokens": 5,
+		"messages": []map[string]any{{"role": "user", "content": "ignored for hashing"}},
+		"kvrouter": map[string]any{"token_ids": ids}}
 	var cached []int64
 	for range 2 {
-		resp, err := client.Chat.Completions.New(context.Background(), params, ext)
+		resp, err := client.Create(context.Background(), "/v1/chat/completions", params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,24 +105,25 @@ func TestCompletions(t *testing.T) {
 	client := h.client()
 	tests := []struct {
 		name   string
-		prompt openai.CompletionNewParamsPromptUnion
+		prompt any
 		tokens int64
 	}{
-		{"token ids", openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: tokenRange(1, 40)}, 40},
-		{"one token array", openai.CompletionNewParamsPromptUnion{OfArrayOfTokenArrays: [][]int64{tokenRange(7, 33)}}, 33},
-		{"text", openai.CompletionNewParamsPromptUnion{OfString: openai.String("abcdefgh")}, 2},
+		{"token ids", tokenRange(1, 40), 40},
+		{"one token array", [][]int64{tokenRange(7, 33)}, 33},
+		{"text", "abcdefgh", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			params := openai.CompletionNewParams{Model: testModel, Prompt: tc.prompt, MaxTokens: openai.Int(4)}
-			resp, err := client.Completions.New(context.Background(), params)
+			params := map[string]any{"model": testModel, "prompt": tc.prompt, "max_tokens": 4}
+			resp, err := client.Create(context.Background(), "/v1/completions", params)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if resp.Choices[0].Text != expectedText(4) || resp.Usage.PromptTokens != tc.tokens || resp.Object != "text_completion" {
 				t.Fatalf("response %+v usage %+v", resp.Choices, resp.Usage)
 			}
-			stream := client.Completions.NewStreaming(context.Background(), params)
+			params["stream"] = true
+			stream := client.Stream(context.Background(), "/v1/completions", params)
 			var text strings.Builder
 			var finish string
 			for stream.Next() {
@@ -242,8 +235,8 @@ func TestAPIKey(t *testing.T) {
 func TestModelsAndHealth(t *testing.T) {
 	h := startHarness(t, nil, nil)
 	client := h.client()
-	models, err := client.Models.List(context.Background())
-	if err != nil || len(models.Data) != 1 || models.Data[0].ID != testModel {
+	models, err := client.Models(context.Background())
+	if err != nil || len(models) != 1 || models[0] != testModel {
 		t.Fatalf("models %+v err %v", models, err)
 	}
 	status, body := h.get("/health")
@@ -265,11 +258,10 @@ func TestClientDisconnectCancelsTheRequest(t *testing.T) {
 			h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 1 }, nil)
 			rk := h.srv.ranks[0]
 			ctx, cancel := context.WithCancel(context.Background())
-			params := openai.ChatCompletionNewParams{Model: testModel, MaxTokens: openai.Int(800),
-				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("bye")}}
+			params := chat("bye", 800, tc.stream)
 			done := make(chan struct{})
 			if tc.stream {
-				stream := h.openai().Chat.Completions.NewStreaming(ctx, params)
+				stream := h.client().Stream(ctx, "/v1/chat/completions", params)
 				if !stream.Next() {
 					t.Fatalf("no first chunk: %v", stream.Err())
 				}
@@ -278,7 +270,7 @@ func TestClientDisconnectCancelsTheRequest(t *testing.T) {
 				for stream.Next() {
 				}
 			} else {
-				go func() { defer close(done); _, _ = h.openai().Chat.Completions.New(ctx, params) }()
+				go func() { defer close(done); _, _ = h.client().Create(ctx, "/v1/chat/completions", params) }()
 				waitUntil(t, "the request runs", func() bool { return rk.load0().Running == 1 })
 				cancel()
 			}
@@ -290,10 +282,8 @@ func TestClientDisconnectCancelsTheRequest(t *testing.T) {
 			if n := rk.canceled.Load(); n != 1 {
 				t.Fatalf("canceled %d requests, want 1", n)
 			}
-			resp, err := h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-				Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("again")}, MaxTokens: openai.Int(2),
-			})
-			if err != nil || resp.Choices[0].Message.Content != expectedText(2) {
+			resp, err := h.client().Create(context.Background(), "/v1/chat/completions", chat("again", 2, false))
+			if err != nil || resp.Content() != expectedText(2) {
 				t.Fatalf("after disconnect: %v %+v", err, resp)
 			}
 			if n := rk.canceled.Load(); n != 1 {

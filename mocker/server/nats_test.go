@@ -3,17 +3,17 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 	"github.com/kvrouter/kvrouter/internal/waittest"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
@@ -23,13 +23,11 @@ import (
 // complete sends one completion with token ids (on rank when rank >= 0).
 func (h *harness) complete(ids []int64, rank string) {
 	h.t.Helper()
-	var opts []option.RequestOption
+	c := h.client()
 	if rank != "" {
-		opts = append(opts, option.WithHeader(HeaderDPRank, rank))
+		c.Header = http.Header{HeaderDPRank: {rank}}
 	}
-	_, err := h.openai().Completions.New(context.Background(), openai.CompletionNewParams{
-		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: ids}, MaxTokens: openai.Int(2),
-	}, opts...)
+	_, err := c.Create(context.Background(), "/v1/completions", map[string]any{"model": testModel, "prompt": ids, "max_tokens": 2})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -278,9 +276,7 @@ func waitBeat(t *testing.T, sub *nats.Subscription, ok func(*kvrpb.Heartbeat) bo
 
 func TestStopAbortsRequestsInFlight(t *testing.T) {
 	h := startHarness(t, func(c *Config) { c.Engine.SpeedUp = 1 }, nil)
-	stream := h.openai().Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long")}, MaxTokens: openai.Int(500),
-	})
+	stream := h.client().Stream(context.Background(), "/v1/chat/completions", chat("long", 500, true))
 	if !stream.Next() {
 		t.Fatalf("no first chunk: %v", stream.Err())
 	}
@@ -328,14 +324,12 @@ func TestRunWithHandler(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	h := &harness{t: t, srv: srv, base: hs.URL}
-	var resp *openai.ChatCompletion
+	var resp *oaiedgetest.Completion
 	waittest.UntilNil(t, 10*time.Second, "the engine answers (it opens asynchronously: 503 until then)", func() (err error) {
-		resp, err = h.openai().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-			Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("run")}, MaxTokens: openai.Int(3),
-		})
+		resp, err = h.client().Create(context.Background(), "/v1/chat/completions", chat("run", 3, false))
 		return err
 	})
-	if resp.Choices[0].Message.Content != expectedText(3) || srv.Card().GetEndpointUrl() != cfg.EndpointURL {
+	if resp.Content() != expectedText(3) || srv.Card().GetEndpointUrl() != cfg.EndpointURL {
 		t.Fatalf("resp %+v card %v", resp, srv.Card())
 	}
 	cancel()

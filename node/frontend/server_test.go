@@ -1,37 +1,30 @@
-//go:build !race
-
-// These tests drive the frontend with the official OpenAI SDK; they are
-// left out of the race detector's build, which would otherwise compile
-// the SDK a second time (see docs/testing.md). The plain run covers them.
-
 package frontend
 
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge/oaiedgetest"
 )
 
-func newClient(ts *testServer) *openai.Client {
-	c := openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey("x"),
-		option.WithHTTPClient(ts.client), option.WithMaxRetries(0))
-	return &c
+func newClient(ts *testServer) *oaiedgetest.Client {
+	return &oaiedgetest.Client{Base: ts.URL, HTTP: ts.client, Header: http.Header{"Authorization": {"Bearer x"}}}
 }
 
-func chatParams() openai.ChatCompletionNewParams {
-	return openai.ChatCompletionNewParams{Model: "m",
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("hi")}}
+func chatParams() map[string]any {
+	return map[string]any{"model": "m", "messages": []map[string]any{
+		{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}}}
 }
 
 func TestChatNonStreaming(t *testing.T) {
 	ts, r, e := setup(t, Config{}, nil)
-	resp, err := newClient(ts).Chat.Completions.New(context.Background(), chatParams())
+	resp, err := newClient(ts).Create(context.Background(), "/v1/chat/completions", chatParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +58,9 @@ func TestChatNonStreaming(t *testing.T) {
 func TestChatStreamingWithUsage(t *testing.T) {
 	ts, r, _ := setup(t, Config{}, nil)
 	p := chatParams()
-	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := newClient(ts).Chat.Completions.NewStreaming(context.Background(), p)
+	p["stream"] = true
+	p["stream_options"] = map[string]any{"include_usage": true}
+	stream := newClient(ts).Stream(context.Background(), "/v1/chat/completions", p)
 	var text strings.Builder
 	var usage int64
 	for stream.Next() {
@@ -81,7 +75,7 @@ func TestChatStreamingWithUsage(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	_ = stream.Close()
+	stream.Close()
 	if text.String() != "Hello, world" || usage != 3 {
 		t.Fatalf("text %q usage %d", text.String(), usage)
 	}
@@ -100,20 +94,20 @@ func TestChatStreamingWithUsage(t *testing.T) {
 func TestCompletions(t *testing.T) {
 	tests := []struct {
 		name   string
-		prompt openai.CompletionNewParamsPromptUnion
+		prompt any
 		tokens []uint32
 		text   string
 	}{
-		{name: "string", prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("abc")}, text: "abc"},
-		{name: "token ids", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: []int64{1, 2, 3}}, tokens: []uint32{1, 2, 3}},
-		{name: "token id arrays", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokenArrays: [][]int64{{4, 5}, {6}}}, tokens: []uint32{4, 5}},
-		{name: "strings", prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfStrings: []string{"x", "y"}}, text: "x"},
+		{name: "string", prompt: "abc", text: "abc"},
+		{name: "token ids", prompt: []int64{1, 2, 3}, tokens: []uint32{1, 2, 3}},
+		{name: "token id arrays", prompt: [][]int64{{4, 5}, {6}}, tokens: []uint32{4, 5}},
+		{name: "strings", prompt: []string{"x", "y"}, text: "x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, r, _ := setup(t, Config{}, nil)
-			p := openai.CompletionNewParams{Model: "m", Prompt: tc.prompt, MaxTokens: openai.Int(9)}
-			resp, err := newClient(ts).Completions.New(context.Background(), p)
+			p := map[string]any{"model": "m", "prompt": tc.prompt, "max_tokens": 9}
+			resp, err := newClient(ts).Create(context.Background(), "/v1/completions", p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +118,8 @@ func TestCompletions(t *testing.T) {
 			if req.Text != tc.text || !equalTokens(req.Tokens, tc.tokens) || req.MaxTokens != 9 {
 				t.Fatalf("routed %+v", req)
 			}
-			stream := newClient(ts).Completions.NewStreaming(context.Background(), p)
+			p["stream"] = true
+			stream := newClient(ts).Stream(context.Background(), "/v1/completions", p)
 			var text strings.Builder
 			for stream.Next() {
 				if c := stream.Current(); len(c.Choices) > 0 {
@@ -134,7 +129,7 @@ func TestCompletions(t *testing.T) {
 			if err := stream.Err(); err != nil || text.String() != "Hello, world" {
 				t.Fatalf("stream %q %v", text.String(), err)
 			}
-			_ = stream.Close()
+			stream.Close()
 		})
 	}
 }
@@ -143,12 +138,21 @@ func TestModelsHealthReadyUnbind(t *testing.T) {
 	e := newFakeEngine(t, nil)
 	r := newFakeRouter(e.URL, "b", "a")
 	ts := startFrontend(t, Config{}, r)
-	page, err := newClient(ts).Models.List(context.Background())
+	ids, err := newClient(ts).Models(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Data) != 2 || page.Data[0].ID != "a" || page.Data[1].ID != "b" || page.Data[0].Created != 1700000000 {
-		t.Fatalf("models %+v", page.Data)
+	if len(ids) != 2 || ids[0] != "a" || ids[1] != "b" {
+		t.Fatalf("models %v", ids)
+	}
+	page, err := ts.client.Get(ts.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(body), `"created":1700000000`) {
+		t.Fatalf("models page %s", body)
 	}
 	for _, path := range []string{"/health", "/ready", "/metrics"} {
 		if code := get(t, ts, path); code != 200 {
