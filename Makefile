@@ -9,8 +9,9 @@ export GOFLAGS ?= -buildvcs=false
 
 # The packages whose tests exercise concurrency (raft, the node's request path, the relays, the
 # event plane, the index's concurrent readers, the edge's body budget): `make test` runs them again
-# under the race detector, in -short mode (which skips only the whole-trace replays, already covered
-# by the plain run). `make test-race` runs every package so.
+# under the race detector, in -short mode, which skips their slowest in-process clusters and
+# federations (run plain in the same `make test`; docs/testing.md). `make test-race` runs every
+# package so, without -short.
 RACE_PKGS := ./consensus/... ./node/... ./relay/... ./fleet/... ./routing/index/... ./internal/oaiedge/...
 # The plain test builds use the configuration of the shipped binary (CGO_ENABLED=0, as `make build`),
 # which also selects Pebble's pure-Go zstd. The race detector needs cgo; the pebblegozstd tag keeps
