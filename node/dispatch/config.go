@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -165,41 +166,24 @@ func DefaultConfig() Config {
 // EnsureDefaults returns c with the fields whose zero value means "unset"
 // (Policy, MaxPromptTokens, MaxSessions, ExpireInterval, SuspectTimeout,
 // Now, and the selector configurations when wholly zero, which no selector
-// can use)
-// defaulted. Fields whose zero value is meaningful (MaxRequestAge, single
-// KV knobs) are left alone.
+// can use) defaulted. Fields whose zero value is meaningful (MaxRequestAge,
+// single KV knobs) are left alone.
 func (c Config) EnsureDefaults() Config {
 	d := DefaultConfig()
-	if c.Policy == "" {
-		c.Policy = d.Policy
-	}
+	c.Policy = cmp.Or(c.Policy, d.Policy)
 	if p := policy.Canonical(c.Policy); p != "" {
 		c.Policy = p // an alias ("rr") names its selector from here on
 	}
-	if c.MaxPromptTokens == 0 {
-		c.MaxPromptTokens = d.MaxPromptTokens
-	}
-	if c.MaxSessions == 0 {
-		c.MaxSessions = d.MaxSessions
-	}
-	if c.ExpireInterval == 0 {
-		c.ExpireInterval = d.ExpireInterval
-	}
-	if c.SuspectTimeout == 0 {
-		c.SuspectTimeout = d.SuspectTimeout
-	}
+	c.MaxPromptTokens = cmp.Or(c.MaxPromptTokens, d.MaxPromptTokens)
+	c.MaxSessions = cmp.Or(c.MaxSessions, d.MaxSessions)
+	c.ExpireInterval = cmp.Or(c.ExpireInterval, d.ExpireInterval)
+	c.SuspectTimeout = cmp.Or(c.SuspectTimeout, d.SuspectTimeout)
 	if c.Now == nil {
 		c.Now = d.Now
 	}
-	if c.KV == (policy.KVConfig{}) {
-		c.KV = d.KV
-	}
-	if c.TwoTier == (policy.TwoTierConfig{}) {
-		c.TwoTier = d.TwoTier
-	}
-	if c.DeviceAware == (policy.DeviceAwareConfig{}) {
-		c.DeviceAware = d.DeviceAware
-	}
+	c.KV = cmp.Or(c.KV, d.KV)
+	c.TwoTier = cmp.Or(c.TwoTier, d.TwoTier)
+	c.DeviceAware = cmp.Or(c.DeviceAware, d.DeviceAware)
 	return c
 }
 

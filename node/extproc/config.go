@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,18 +46,10 @@ type Config struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	if c.Deadline == 0 {
-		c.Deadline = DefaultDeadline
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = oaiedge.BodyReadTimeout
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = oaiedge.MaxBodyBytes
-	}
-	if c.OverloadStatus == 0 {
-		c.OverloadStatus = http.StatusTooManyRequests
-	}
+	c.Deadline = cmp.Or(c.Deadline, DefaultDeadline)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, oaiedge.BodyReadTimeout)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	c.OverloadStatus = cmp.Or(c.OverloadStatus, http.StatusTooManyRequests)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -55,24 +56,12 @@ type Config struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	if c.ReservationTTL == 0 {
-		c.ReservationTTL = DefaultReservationTTL
-	}
-	if c.MaxReservations == 0 {
-		c.MaxReservations = DefaultMaxReservations
-	}
-	if c.SelectionTTL == 0 {
-		c.SelectionTTL = DefaultSelectionTTL
-	}
-	if c.MaxSelections == 0 {
-		c.MaxSelections = DefaultMaxSelections
-	}
-	if c.MaxSelectionBytes == 0 {
-		c.MaxSelectionBytes = DefaultMaxSelectionBytes
-	}
-	if c.OverloadStatus == 0 {
-		c.OverloadStatus = 529
-	}
+	c.ReservationTTL = cmp.Or(c.ReservationTTL, DefaultReservationTTL)
+	c.MaxReservations = cmp.Or(c.MaxReservations, DefaultMaxReservations)
+	c.SelectionTTL = cmp.Or(c.SelectionTTL, DefaultSelectionTTL)
+	c.MaxSelections = cmp.Or(c.MaxSelections, DefaultMaxSelections)
+	c.MaxSelectionBytes = cmp.Or(c.MaxSelectionBytes, DefaultMaxSelectionBytes)
+	c.OverloadStatus = cmp.Or(c.OverloadStatus, 529)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -145,9 +146,7 @@ func (c DeciderConfig) withDefaults() DeciderConfig {
 	if c.ExpireInterval <= 0 {
 		c.ExpireInterval = DefaultExpireInterval
 	}
-	if c.SuspectTimeout == 0 {
-		c.SuspectTimeout = DefaultSuspectTimeout
-	}
+	c.SuspectTimeout = cmp.Or(c.SuspectTimeout, DefaultSuspectTimeout)
 	return c
 }
 
