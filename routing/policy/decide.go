@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -257,11 +258,7 @@ func (d *Decider) tracker(blockSize int) (*load.Tracker, error) {
 func (d *Decider) allTrackers() []*load.Tracker {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]*load.Tracker, 0, len(d.trackers))
-	for _, t := range d.trackers {
-		out = append(out, t)
-	}
-	return out
+	return slices.Collect(maps.Values(d.trackers))
 }
 
 // Choose projects the candidates' load and chooses one, by session

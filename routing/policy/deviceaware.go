@@ -63,15 +63,7 @@ func (s *DeviceAware) Select(d *Decision, _ *Request, cands []Candidate) error {
 		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
 	}
 	cpu := s.groupLoad(cands, routing.DeviceCPU) < s.groupLoad(cands, routing.DeviceGPU)
-	best := -1
-	for i := range cands {
-		if (cands[i].Info.Device == routing.DeviceCPU) != cpu {
-			continue
-		}
-		if best < 0 || cands[i].Load.ActiveRequests < cands[best].Load.ActiveRequests {
-			best = i
-		}
-	}
+	best := leastLoaded(cands, func(c *Candidate) bool { return (c.Info.Device == routing.DeviceCPU) == cpu })
 	reason := "accelerator"
 	if cpu {
 		reason = "cpu"

@@ -20,13 +20,7 @@ func (Direct) Select(d *Decision, req *Request, cands []Candidate) error {
 	if p == nil {
 		return ErrNoPinnedWorker
 	}
-	best := -1
-	for i := range cands {
-		if p.matches(cands[i].Info.Worker) &&
-			(best < 0 || cands[i].Load.ActiveRequests < cands[best].Load.ActiveRequests) {
-			best = i
-		}
-	}
+	best := leastLoaded(cands, func(c *Candidate) bool { return p.matches(c.Info.Worker) })
 	if best < 0 {
 		return fmt.Errorf("%w: worker %d rank %d", ErrPinnedWorkerNotFound, p.Worker, p.Rank)
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvrouter/kvrouter/routing"
 )
@@ -32,12 +33,7 @@ func (l *Layout) Split(ranks []routing.WorkerInfo) {
 // HasRoles reports whether any rank is a prefill or decode rank, so that
 // the model must be served by Layout's rules rather than as aggregated.
 func HasRoles(ranks []routing.WorkerInfo) bool {
-	for i := range ranks {
-		if ranks[i].Role != routing.RoleAggregated {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ranks, func(in routing.WorkerInfo) bool { return in.Role != routing.RoleAggregated })
 }
 
 // Serving says how a model serves a request.

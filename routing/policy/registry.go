@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 )
@@ -74,14 +75,7 @@ func Canonical(name string) string {
 }
 
 // Aliases returns the short names, sorted, for help texts.
-func Aliases() []string {
-	out := make([]string, 0, len(aliases))
-	for a := range aliases {
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out
-}
+func Aliases() []string { return slices.Sorted(maps.Keys(aliases)) }
 
 // New returns the selector registered under name (or an alias of it, see
 // Canonical), configured from o. An unknown name is an
@@ -95,11 +89,4 @@ func New(name string, o Options) (Selector, error) {
 }
 
 // Names returns the registered selector names, sorted.
-func Names() []string {
-	names := make([]string, 0, len(constructors))
-	for n := range constructors {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func Names() []string { return slices.Sorted(maps.Keys(constructors)) }

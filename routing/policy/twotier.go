@@ -74,15 +74,15 @@ func (s *TwoTier) Select(d *Decision, req *Request, cands []Candidate) error {
 		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
 	}
 	if s.unbalanced(cands) {
-		d.choose(cands, leastLoaded(cands, -1, nil), "load")
+		d.choose(cands, leastLoaded(cands, nil), "load")
 		return nil
 	}
 	best := s.bestScore(cands)
 	if blocks := req.Blocks(); blocks > 0 && best/float64(blocks) > s.cfg.CacheThreshold {
-		d.choose(cands, leastLoaded(cands, best, s.score), "cache")
+		d.choose(cands, leastLoaded(cands, func(c *Candidate) bool { return s.score(c) == best }), "cache")
 		return nil
 	}
-	d.choose(cands, leastLoaded(cands, -1, nil), "least-loaded")
+	d.choose(cands, leastLoaded(cands, nil), "least-loaded")
 	return nil
 }
 
@@ -109,12 +109,12 @@ func (s *TwoTier) bestScore(cands []Candidate) float64 {
 	return best
 }
 
-// leastLoaded returns the first candidate with the fewest active requests,
-// among those whose score equals want when score is not nil.
-func leastLoaded(cands []Candidate, want float64, score func(*Candidate) float64) int {
+// leastLoaded returns the first candidate with the fewest active requests
+// among those keep accepts (every one when keep is nil), -1 for none.
+func leastLoaded(cands []Candidate, keep func(*Candidate) bool) int {
 	best := -1
 	for i := range cands {
-		if score != nil && score(&cands[i]) != want {
+		if keep != nil && !keep(&cands[i]) {
 			continue
 		}
 		if best < 0 || cands[i].Load.ActiveRequests < cands[best].Load.ActiveRequests {
