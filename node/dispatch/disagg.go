@@ -55,31 +55,13 @@ func (d *Dispatcher) routeByRole(ctx context.Context, sc *policy.Scratch, r *Req
 	return dec, err
 }
 
-// decidePair is the two-hop decision: candidates, hashing and matching on
-// the prefill stage, then the pair, booked, as one Decision whose Prefill
-// is the prefill hop.
+// decidePair is the two-hop decision: the pair, booked, as one Decision
+// whose Prefill is the prefill hop.
 func (d *Dispatcher) decidePair(ctx context.Context, rs *roleScratch, r *Request, q *policy.Query, ph *phases) (*Decision, error) {
 	ds := &rs.pair
-	if err := d.pair.Candidates(ctx, ds, q, ph.start); err != nil {
-		return nil, mapPolicyError(err)
-	}
-	if err := hash(&ds.Prefill, r); err != nil {
-		return nil, err
-	}
-	if err := d.trackHash(&ds.Prefill, r); err != nil {
-		return nil, err
-	}
-	ph.hashed = d.cfg.Now()
-	d.pair.Match(ds)
-	ph.matched = d.cfg.Now()
-	p, err := d.pair.Choose(ctx, ds, q)
+	p, purl, durl, err := d.choosePair(ctx, ds, r, q, ph, true)
 	if err != nil {
-		return nil, mapPolicyError(err)
-	}
-	purl, pok := d.engines.Endpoint(p.Prefill.Worker.ID)
-	durl, dok := d.engines.Endpoint(p.Decode.Worker.ID)
-	if !pok || !dok {
-		return nil, fmt.Errorf("%w: %w: engine %d or %d", ErrNoEngine, errEngineGone, p.Prefill.Worker.ID, p.Decode.Worker.ID)
+		return nil, err
 	}
 	b, err := d.pair.Book(ctx, ds, &p)
 	if err != nil {
@@ -91,6 +73,30 @@ func (d *Dispatcher) decidePair(ctx context.Context, rs *roleScratch, r *Request
 	dec.Prefill = d.newPrefillHop(ctx, q.Model, b.Prefill, purl)
 	dec.Prefill.CachedBlocks, dec.Prefill.DPSize = p.Prefill.CachedBlocks, ranksOf(rs.layout.Prefill, p.Prefill.Worker.ID)
 	return dec, nil
+}
+
+// choosePair is the two-hop choice of Route and Select: candidates,
+// hashing and matching on the prefill stage, then the pair and its
+// engines' URLs; track is d.hashes'.
+func (d *Dispatcher) choosePair(ctx context.Context, ds *policy.DisaggScratch, r *Request, q *policy.Query, ph *phases, track bool) (p policy.Pair, prefillURL, decodeURL string, err error) {
+	if err = d.pair.Candidates(ctx, ds, q, ph.start); err != nil {
+		return p, "", "", mapPolicyError(err)
+	}
+	if err = d.hashes(&ds.Prefill, r, track); err != nil {
+		return p, "", "", err
+	}
+	ph.hashed = d.cfg.Now()
+	d.pair.Match(ds)
+	ph.matched = d.cfg.Now()
+	if p, err = d.pair.Choose(ctx, ds, q); err != nil {
+		return p, "", "", mapPolicyError(err)
+	}
+	prefillURL, pok := d.engines.Endpoint(p.Prefill.Worker.ID)
+	decodeURL, dok := d.engines.Endpoint(p.Decode.Worker.ID)
+	if !pok || !dok {
+		return p, "", "", fmt.Errorf("%w: %w: engine %d or %d", ErrNoEngine, errEngineGone, p.Prefill.Worker.ID, p.Decode.Worker.ID)
+	}
+	return p, prefillURL, decodeURL, nil
 }
 
 // ranksOf counts the ranks of engine id: its data-parallel size, since
@@ -119,30 +125,17 @@ func (d *Dispatcher) newPrefillHop(ctx context.Context, model string, b policy.B
 	f := &inflight{d: d, ctx: context.WithoutCancel(ctx), b: b, model: model}
 	w := b.Worker()
 	d.gauges(w, model).set(&f.b)
-	var port uint32
-	if bs, ok := d.engines.(Bootstrapper); ok {
-		port, _ = bs.BootstrapPort(w.ID)
-	}
-	h := NewPrefillHop(w, url, port, f.done)
+	h := NewPrefillHop(w, url, d.bootstrapPort(w.ID), f.done)
 	h.lost = d.lives.of(w.ID)
 	return h
 }
 
-// attemptOn is one aggregated pass over the given ranks: candidates,
-// hashing, matching and the decision.
-func (d *Dispatcher) attemptOn(ctx context.Context, sc *policy.Scratch, r *Request, q *policy.Query, ph *phases, ranks []routing.WorkerInfo) (*Decision, error) {
-	q.Ranks = ranks
-	if err := d.core.Candidates(sc, q, ph.start); err != nil {
-		return nil, mapPolicyError(err)
+// bootstrapPort is prefill engine id's SGLang KV bootstrap port, 0 for
+// none.
+func (d *Dispatcher) bootstrapPort(id routing.WorkerID) uint32 {
+	var port uint32
+	if bs, ok := d.engines.(Bootstrapper); ok {
+		port, _ = bs.BootstrapPort(id)
 	}
-	if err := hash(sc, r); err != nil {
-		return nil, err
-	}
-	if err := d.trackHash(sc, r); err != nil {
-		return nil, err
-	}
-	ph.hashed = d.cfg.Now()
-	d.core.Match(sc)
-	ph.matched = d.cfg.Now()
-	return d.decide(ctx, sc, q)
+	return port
 }

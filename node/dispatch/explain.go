@@ -38,14 +38,10 @@ func (d *Dispatcher) Explain(_ context.Context, r *Request) (*Explanation, error
 	}
 	sc := d.scratch.Get().(*policy.Scratch)
 	defer d.scratch.Put(sc)
-	q := policy.Query{ID: r.ID, Model: r.Model, Ranks: ranks, ISLTokens: promptTokens(r)}
-	if err := d.core.Candidates(sc, &q, d.cfg.Now()); err != nil {
-		return nil, mapPolicyError(err)
-	}
-	if err := hash(sc, r); err != nil {
+	q := policy.Query{ID: r.ID, Model: r.Model, ISLTokens: promptTokens(r)}
+	if err := d.prepareOn(sc, r, &q, &phases{start: d.cfg.Now()}, ranks, false); err != nil {
 		return nil, err
 	}
-	d.core.Match(sc)
 	out := &Explanation{BlockSize: sc.BlockSize(), Blocks: sc.Blocks(), Text: sc.Text}
 	for _, c := range sc.Matched() {
 		out.Engines = append(out.Engines, EngineMatch{Worker: c.Info.Worker, Overlap: c.Overlap})

@@ -179,17 +179,7 @@ func (d *Dispatcher) prepare(sc *policy.Scratch, r *Request, q *policy.Query, ph
 	if policy.HasRoles(ranks) {
 		return errByRole
 	}
-	q.Ranks = ranks
-	if err := d.core.Candidates(sc, q, ph.start); err != nil {
-		return mapPolicyError(err)
-	}
-	if err := hash(sc, r); err != nil {
-		return err
-	}
-	ph.hashed = d.cfg.Now()
-	d.core.Match(sc)
-	ph.matched = d.cfg.Now()
-	return nil
+	return d.prepareOn(sc, r, q, ph, ranks, false)
 }
 
 // decideOnce decides on prepared candidates (fresh ones when again is

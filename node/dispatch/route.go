@@ -69,6 +69,31 @@ func (d *Dispatcher) attempt(ctx context.Context, sc *policy.Scratch, r *Request
 	return d.attemptOn(ctx, sc, r, q, ph, ranks)
 }
 
+// attemptOn is one aggregated pass over the given ranks: candidates,
+// hashing, matching and the decision.
+func (d *Dispatcher) attemptOn(ctx context.Context, sc *policy.Scratch, r *Request, q *policy.Query, ph *phases, ranks []routing.WorkerInfo) (*Decision, error) {
+	if err := d.prepareOn(sc, r, q, ph, ranks, true); err != nil {
+		return nil, err
+	}
+	return d.decide(ctx, sc, q)
+}
+
+// prepareOn is the candidates among ranks, hashing and matching of one
+// aggregated pass; track is d.hashes'.
+func (d *Dispatcher) prepareOn(sc *policy.Scratch, r *Request, q *policy.Query, ph *phases, ranks []routing.WorkerInfo, track bool) error {
+	q.Ranks = ranks
+	if err := d.core.Candidates(sc, q, ph.start); err != nil {
+		return mapPolicyError(err)
+	}
+	if err := d.hashes(sc, r, track); err != nil {
+		return err
+	}
+	ph.hashed = d.cfg.Now()
+	d.core.Match(sc)
+	ph.matched = d.cfg.Now()
+	return nil
+}
+
 // validate checks the request at the boundary.
 func (d *Dispatcher) validate(r *Request) error {
 	switch {

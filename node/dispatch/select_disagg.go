@@ -40,14 +40,9 @@ func (d *Dispatcher) selectByRole(ctx context.Context, sc *policy.Scratch, r *Re
 		q.Ranks = ranks
 		return d.selectPair(ctx, rs, r, q, ph)
 	}
-	q.Ranks = whole
-	if err := d.core.Candidates(sc, q, ph.start); err != nil {
-		return nil, mapPolicyError(err)
-	}
-	if err := hash(sc, r); err != nil {
+	if err := d.prepareOn(sc, r, q, ph, whole, false); err != nil {
 		return nil, err
 	}
-	d.core.Match(sc)
 	return d.selectPrepared(ctx, sc, q)
 }
 
@@ -56,32 +51,15 @@ func (d *Dispatcher) selectByRole(ctx context.Context, sc *policy.Scratch, r *Re
 // candidates and the prefill engine beside.
 func (d *Dispatcher) selectPair(ctx context.Context, rs *roleScratch, r *Request, q *policy.Query, ph *phases) (*Selection, error) {
 	ds := &rs.pair
-	if err := d.pair.Candidates(ctx, ds, q, ph.start); err != nil {
-		return nil, mapPolicyError(err)
-	}
-	if err := hash(&ds.Prefill, r); err != nil {
-		return nil, err
-	}
-	ph.hashed = d.cfg.Now()
-	d.pair.Match(ds)
-	ph.matched = d.cfg.Now()
-	p, err := d.pair.Choose(ctx, ds, q)
+	p, purl, durl, err := d.choosePair(ctx, ds, r, q, ph, false)
 	if err != nil {
-		return nil, mapPolicyError(err)
-	}
-	purl, pok := d.engines.Endpoint(p.Prefill.Worker.ID)
-	durl, dok := d.engines.Endpoint(p.Decode.Worker.ID)
-	if !pok || !dok {
-		return nil, fmt.Errorf("%w: %w: engine %d or %d", ErrNoEngine, errEngineGone, p.Prefill.Worker.ID, p.Decode.Worker.ID)
+		return nil, err
 	}
 	d.obs.decisions.decided(q.Model, ds.Prefill.Candidates(), p.Prefill.CachedBlocks)
 	sel := newSelection(&ds.Prefill, &p.Prefill, durl)
 	sel.Worker, sel.SessionBound = p.Decode.Worker, p.Decode.Bound
 	sel.Prefill = &SelectedPrefill{Worker: p.Prefill.Worker, EndpointURL: purl, CachedBlocks: p.Prefill.CachedBlocks,
-		DPSize: ranksOf(rs.layout.Prefill, p.Prefill.Worker.ID)}
-	if bs, ok := d.engines.(Bootstrapper); ok {
-		sel.Prefill.BootstrapPort, _ = bs.BootstrapPort(p.Prefill.Worker.ID)
-	}
+		DPSize: ranksOf(rs.layout.Prefill, p.Prefill.Worker.ID), BootstrapPort: d.bootstrapPort(p.Prefill.Worker.ID)}
 	d.pair.Settle(ctx, ds, &p)
 	return sel, nil
 }

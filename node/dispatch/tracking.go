@@ -7,6 +7,16 @@ import (
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
+// hashes computes the request's block hashes into sc and, when track is
+// set, its keyed tracking identities: Route's passes that book at once
+// set it; Select, Explain and the admission queue's passes do not.
+func (d *Dispatcher) hashes(sc *policy.Scratch, r *Request, track bool) error {
+	if err := hash(sc, r); err != nil || !track {
+		return err
+	}
+	return d.trackHash(sc, r)
+}
+
 // trackHash computes the request's keyed tracking identities when the
 // dispatcher has a tracking key (--router-tracking-hash keyed-xxh3-v1):
 // the load tracker then books those, while the indexes keep matching the
