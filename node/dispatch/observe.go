@@ -20,35 +20,39 @@ type observers struct {
 	m                                    *metrics.Metrics
 	hashing, matching, scheduling, total prometheus.Observer
 	events                               map[policy.AffinityEvent]prometheus.Counter
-	hit                                  *hitRates
+	hit                                  *perModel[prometheus.Observer]
 	unreachable                          prometheus.Counter
 	decisions                            *decisionCounters
 }
 
-// hitRates caches the predicted hit rate histogram's child per model, so
-// that each decision records without a label lookup.
-type hitRates struct {
-	vec    *prometheus.HistogramVec
-	mu     sync.RWMutex
-	models map[string]prometheus.Observer
+// perModel caches a metric's children per model, resolved on first use,
+// so that a decision records without a label lookup. Models come from the
+// engine registry, so the map grows no more than the metric.
+type perModel[V any] struct {
+	resolve func(model string) V
+	mu      sync.RWMutex
+	models  map[string]V
 }
 
-// forModel returns model's child, resolving it on first use. Models come
-// from the engine registry, so the map grows no more than the metric.
-func (h *hitRates) forModel(model string) prometheus.Observer {
-	h.mu.RLock()
-	o := h.models[model]
-	h.mu.RUnlock()
-	if o != nil {
-		return o
+func newPerModel[V any](resolve func(model string) V) *perModel[V] {
+	return &perModel[V]{resolve: resolve, models: make(map[string]V)}
+}
+
+// get returns model's children, resolving them on first use.
+func (p *perModel[V]) get(model string) V {
+	p.mu.RLock()
+	v, ok := p.models[model]
+	p.mu.RUnlock()
+	if ok {
+		return v
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if o = h.models[model]; o == nil {
-		o = h.vec.WithLabelValues(model)
-		h.models[model] = o
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok = p.models[model]; !ok {
+		v = p.resolve(model)
+		p.models[model] = v
 	}
-	return o
+	return v
 }
 
 // newObservers resolves the children; m may be nil.
@@ -61,7 +65,7 @@ func newObservers(m *metrics.Metrics) observers {
 	o.matching = m.Overhead.WithLabelValues("matching")
 	o.scheduling = m.Overhead.WithLabelValues("scheduling")
 	o.total = m.Overhead.WithLabelValues("total")
-	o.hit = &hitRates{vec: m.PredictedHitRate, models: make(map[string]prometheus.Observer)}
+	o.hit = newPerModel(func(model string) prometheus.Observer { return m.PredictedHitRate.WithLabelValues(model) })
 	o.unreachable = m.EngineUnreachable
 	o.events = make(map[policy.AffinityEvent]prometheus.Counter, len(policy.AffinityEvents))
 	for _, ev := range policy.AffinityEvents {
@@ -98,7 +102,7 @@ func (o *observers) hitRate(model string, cached, blocks int) {
 	if o.m == nil || blocks <= 0 {
 		return
 	}
-	o.hit.forModel(model).Observe(float64(cached) / float64(blocks))
+	o.hit.get(model).Observe(float64(cached) / float64(blocks))
 }
 
 // affinity counts n affinity events.

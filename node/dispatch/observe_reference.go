@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"errors"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,8 +15,7 @@ import (
 // so that a decision does no label lookup; nil without metrics.
 type decisionCounters struct {
 	m      *metrics.Decisions
-	mu     sync.RWMutex
-	models map[string]*modelCounters
+	models *perModel[*modelCounters]
 }
 
 type modelCounters struct {
@@ -28,24 +26,10 @@ func newDecisionCounters(m *metrics.Metrics) *decisionCounters {
 	if m == nil {
 		return nil
 	}
-	return &decisionCounters{m: m.Decisions(), models: make(map[string]*modelCounters)}
-}
-
-// forModel returns model's children, resolving them on first use.
-func (c *decisionCounters) forModel(model string) *modelCounters {
-	c.mu.RLock()
-	mc := c.models[model]
-	c.mu.RUnlock()
-	if mc != nil {
-		return mc
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if mc = c.models[model]; mc == nil {
-		mc = &modelCounters{routed: c.m.Routed.WithLabelValues(model), nonMax: c.m.NonMaxOverlap.WithLabelValues(model)}
-		c.models[model] = mc
-	}
-	return mc
+	dm := m.Decisions()
+	return &decisionCounters{m: dm, models: newPerModel(func(model string) *modelCounters {
+		return &modelCounters{routed: dm.Routed.WithLabelValues(model), nonMax: dm.NonMaxOverlap.WithLabelValues(model)}
+	})}
 }
 
 // decided counts a decision, and a non-max-overlap one when a candidate
@@ -54,7 +38,7 @@ func (c *decisionCounters) decided(model string, cands []policy.Candidate, cache
 	if c == nil {
 		return
 	}
-	mc := c.forModel(model)
+	mc := c.models.get(model)
 	mc.routed.Inc()
 	for i := range cands {
 		if int(cands[i].Overlap.Device) > cached {
