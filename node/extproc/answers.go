@@ -90,11 +90,9 @@ func responseTrailers() *extprocv3.ProcessingResponse {
 
 // immediate answers the client at once with err's class and OpenAI body.
 func immediate(c oaiedge.Class, err error) *extprocv3.ProcessingResponse {
-	ct := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "content-type", RawValue: []byte("application/json")},
-		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
 		Status:  &typev3.HttpStatus{Code: envoyStatus(c.Status)},
-		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{ct}},
+		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("content-type", "application/json")}},
 		Body:    oaiedge.ErrorJSON(err, c), Details: "kvrouter_" + c.Code}}}
 }
 

@@ -22,24 +22,15 @@ const (
 	PathReservations     = "/v1/reservations"
 )
 
-// call is one method of the service on a decoded message.
-type call func(ctx context.Context, in proto.Message) (proto.Message, error)
-
 // Routes are the mirror's routes, for the node's HTTP listener, which
 // guards them as client (API) routes. body reads request bodies under
 // the listener's limits.
 func (s *Service) Routes(body oaiedge.BodyReader) []oaiedge.Route {
 	h := mirror{s: s, body: body}
 	return []oaiedge.Route{
-		{Pattern: "POST " + PathSelect, Handler: h.serve(&kvrpb.SelectRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
-			return s.selectOne(ctx, m.(*kvrpb.SelectRequest))
-		})},
-		{Pattern: "POST " + PathSelectAndReserve, Handler: h.serve(&kvrpb.SelectRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
-			return s.selectAndReserve(ctx, m.(*kvrpb.SelectRequest))
-		})},
-		{Pattern: "POST " + PathReservations, Handler: h.serve(&kvrpb.SelectReserveRequest{}, func(ctx context.Context, m proto.Message) (proto.Message, error) {
-			return s.reserve(ctx, m.(*kvrpb.SelectReserveRequest))
-		})},
+		{Pattern: "POST " + PathSelect, Handler: serve(h, s.selectOne)},
+		{Pattern: "POST " + PathSelectAndReserve, Handler: serve(h, s.selectAndReserve)},
+		{Pattern: "POST " + PathReservations, Handler: serve(h, s.reserve)},
 		{Pattern: "POST " + PathReservations + "/{id}/prefill_complete", Handler: h.prefillComplete},
 		{Pattern: "DELETE " + PathReservations + "/{id}", Handler: h.release},
 	}
@@ -51,16 +42,19 @@ type mirror struct {
 	body oaiedge.BodyReader
 }
 
-// serve decodes a body into a fresh message of in's type, runs c and
-// answers.
-func (h mirror) serve(in proto.Message, c call) http.HandlerFunc {
+// serve decodes a body into a new message M (In is its pointer type),
+// runs method and answers.
+func serve[M any, In interface {
+	*M
+	proto.Message
+}](h mirror, method func(context.Context, In) (*kvrpb.SelectResponse, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := h.s.cfg.Now()
-		m := in.ProtoReflect().New().Interface()
+		in := In(new(M))
 		var out proto.Message
-		err := h.decode(w, r, m)
+		err := h.decode(w, r, in)
 		if err == nil {
-			out, err = c(r.Context(), m)
+			out, err = method(r.Context(), in)
 		}
 		h.answer(w, start, out, err)
 	}

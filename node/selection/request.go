@@ -2,6 +2,7 @@ package selection
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
@@ -100,20 +101,16 @@ func prompt(in *kvrpb.SelectRequest, tokens []uint32, text string) frontend.Prom
 	}
 	a := &p.Hints.AgentHints
 	if hints.OverlapScoreCredit != nil {
-		v := hints.GetOverlapScoreCredit()
-		a.OverlapScoreCredit = &v
+		a.OverlapScoreCredit = new(hints.GetOverlapScoreCredit())
 	}
 	if hints.Priority != nil {
-		v := hints.GetPriority()
-		a.Priority = &v
+		a.Priority = new(hints.GetPriority())
 	}
 	if hints.StrictPriority != nil {
-		v := int64(hints.GetStrictPriority())
-		a.StrictPriority = &v
+		a.StrictPriority = new(int64(hints.GetStrictPriority()))
 	}
 	if n := hints.GetOutputTokens(); n > 0 {
-		v := int64(n)
-		a.OSL = &v
+		a.OSL = new(int64(n))
 	}
 	return p
 }
@@ -144,10 +141,8 @@ func (s *Service) requestID(in *kvrpb.SelectRequest) (string, error) {
 	if len(id) > MaxRequestIDBytes {
 		return "", oaiedge.Invalid("request_id", "request_id over %d bytes", MaxRequestIDBytes)
 	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] >= 0x7f {
-			return "", oaiedge.Invalid("request_id", "request_id must be printable ASCII without spaces")
-		}
+	if strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return "", oaiedge.Invalid("request_id", "request_id must be printable ASCII without spaces")
 	}
 	return id, nil
 }

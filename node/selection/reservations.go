@@ -8,8 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/node/dispatch"
 )
 
@@ -18,12 +17,10 @@ import (
 type reservations struct {
 	ttl time.Duration
 	max int
-	// gauge and expired may be nil (no metrics).
-	gauge   prometheus.Gauge
-	expired prometheus.Counter
+	m   *metrics.Selection // nil: no metrics
 
 	mu     sync.Mutex
-	m      map[string]*reservation
+	byID   map[string]*reservation
 	closed bool
 }
 
@@ -35,8 +32,8 @@ type reservation struct {
 	timer *time.Timer
 }
 
-func newReservations(ttl time.Duration, max int, gauge prometheus.Gauge, expired prometheus.Counter) *reservations {
-	return &reservations{ttl: ttl, max: max, gauge: gauge, expired: expired, m: make(map[string]*reservation)}
+func newReservations(ttl time.Duration, max int, m *metrics.Selection) *reservations {
+	return &reservations{ttl: ttl, max: max, m: m, byID: make(map[string]*reservation)}
 }
 
 // add keeps dec under a new random id until it is released or its TTL
@@ -48,11 +45,11 @@ func (rs *reservations) add(dec *dispatch.Decision) (string, error) {
 	switch {
 	case rs.closed:
 		err = ErrClosed
-	case len(rs.m) >= rs.max:
+	case len(rs.byID) >= rs.max:
 		err = fmt.Errorf("%w: %d", ErrReservationLimit, rs.max)
 	default:
 		r := &reservation{dec: dec}
-		rs.m[id] = r
+		rs.byID[id] = r
 		r.timer = time.AfterFunc(rs.ttl, func() { rs.expire(id) })
 		rs.count(1)
 	}
@@ -67,7 +64,7 @@ func (rs *reservations) add(dec *dispatch.Decision) (string, error) {
 // prefillComplete ends the prefill load of reservation id.
 func (rs *reservations) prefillComplete(id string) error {
 	rs.mu.Lock()
-	r := rs.m[id]
+	r := rs.byID[id]
 	rs.mu.Unlock()
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrReservationNotFound, id)
@@ -101,8 +98,8 @@ func (rs *reservations) expire(id string) {
 	if r == nil {
 		return
 	}
-	if rs.expired != nil {
-		rs.expired.Inc()
+	if rs.m != nil {
+		rs.m.Expired.Inc()
 	}
 	r.end(errExpired)
 }
@@ -111,9 +108,9 @@ func (rs *reservations) expire(id string) {
 func (rs *reservations) take(id string) *reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	r := rs.m[id]
+	r := rs.byID[id]
 	if r != nil {
-		delete(rs.m, id)
+		delete(rs.byID, id)
 		rs.count(-1)
 	}
 	return r
@@ -132,8 +129,8 @@ func (r *reservation) end(err error) {
 
 // count moves the gauge; rs.mu is held.
 func (rs *reservations) count(d float64) {
-	if rs.gauge != nil {
-		rs.gauge.Add(d)
+	if rs.m != nil {
+		rs.m.Reservations.Add(d)
 	}
 }
 
@@ -141,8 +138,8 @@ func (rs *reservations) count(d float64) {
 func (rs *reservations) close() {
 	rs.mu.Lock()
 	rs.closed = true
-	all := rs.m
-	rs.m = make(map[string]*reservation)
+	all := rs.byID
+	rs.byID = make(map[string]*reservation)
 	rs.count(-float64(len(all)))
 	rs.mu.Unlock()
 	for _, r := range all {
@@ -155,7 +152,7 @@ func (rs *reservations) close() {
 func (rs *reservations) len() int {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return len(rs.m)
+	return len(rs.byID)
 }
 
 // errExpired ends a reservation whose TTL passed: the request is taken

@@ -100,6 +100,5 @@ func cloneFloat(p *float64) *float64 {
 	if p == nil {
 		return nil
 	}
-	v := *p
-	return &v
+	return new(*p)
 }

@@ -52,10 +52,8 @@ func New(cfg Config, r Router, reqs *frontend.Requests, m *metrics.Metrics, log 
 		sels: newSelections(cfg.SelectionTTL, cfg.MaxSelections, cfg.MaxSelectionBytes)}
 	if m != nil {
 		s.m = metrics.NewSelection(m.Registerer())
-		s.res = newReservations(cfg.ReservationTTL, cfg.MaxReservations, s.m.Reservations, s.m.Expired)
-	} else {
-		s.res = newReservations(cfg.ReservationTTL, cfg.MaxReservations, nil, nil)
 	}
+	s.res = newReservations(cfg.ReservationTTL, cfg.MaxReservations, s.m)
 	return s, nil
 }
 
