@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -31,38 +32,37 @@ type clusterFlags struct {
 
 // call runs fn against the member at --addr under --timeout.
 func (f *clusterFlags) call(cmd *cobra.Command, fn func(ctx context.Context, c kvrpb.ClusterAdminClient) error) error {
-	c, closeConn, ctx, cancel, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	defer cancel()
-	return fn(ctx, c)
+	return f.connect(cmd, f.addr, f.timeout, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return fn(ctx, kvrpb.NewClusterAdminClient(conn))
+	})
 }
 
-func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, func(), context.Context, context.CancelFunc, error) {
-	if f.addr == "" {
-		return nil, nil, nil, nil, fmt.Errorf("--addr: the cluster API address of a member is required")
+// connect dials addr with the cluster's credentials, checking that the
+// server is a member, and runs fn under timeout with the operator's
+// token.
+func (f *clusterFlags) connect(cmd *cobra.Command, addr string, timeout time.Duration, fn func(context.Context, *grpc.ClientConn) error) error {
+	if addr == "" {
+		return errors.New("--addr: the cluster API address of a member is required")
 	}
 	creds := insecure.NewCredentials()
 	if f.tlsCert != "" || f.tlsKey != "" || f.ca != "" {
 		_, client, err := node.ClusterTLS(f.tlsCert, f.tlsKey, f.ca)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return err
 		}
 		creds = credentials.NewTLS(mtls.VerifyServer(client, mtls.AcceptRoles("", mtls.RoleMember)))
 	}
-	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("--addr %s: %w", f.addr, err)
+		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
 	if ctx, err = f.withToken(ctx); err != nil {
-		cancel()
-		_ = conn.Close()
-		return nil, nil, nil, nil, err
+		return err
 	}
-	return kvrpb.NewClusterAdminClient(conn), func() { _ = conn.Close() }, ctx, cancel, nil
+	return fn(ctx, conn)
 }
 
 // withToken adds the operator's join token (--join-token-file), when set,
