@@ -78,6 +78,11 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 	return nil
 }
 
+// envName is the KVR_* variable of the flag name.
+func envName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // configEnv names the configuration file when --config does not.
 const configEnv = EnvPrefix + "CONFIG"
 
@@ -169,7 +174,7 @@ func listItems(flagType string, vals []string) []string {
 func valueStrings(v any) []string {
 	xs, ok := v.([]any)
 	if !ok {
-		return []string{fmt.Sprint(v)}
+		xs = []any{v}
 	}
 	parts := make([]string, len(xs))
 	for i, x := range xs {

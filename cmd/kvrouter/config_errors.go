@@ -65,13 +65,12 @@ func explainConfigError(fs *pflag.FlagSet, path string, env []string, err error)
 // optionSource says where the flag's value came from, in the user's
 // words. resolveConfig leaves Changed set only for the command line.
 func optionSource(f *pflag.Flag, path string, env []string) string {
-	key := strings.ReplaceAll(f.Name, "-", "_")
-	envName := EnvPrefix + strings.ToUpper(key)
+	key, envVar := strings.ReplaceAll(f.Name, "-", "_"), envName(f.Name)
 	switch {
 	case f.Changed:
 		return "--" + f.Name
-	case slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envName+"=") }):
-		return "environment " + envName + " (--" + f.Name + ")"
+	case slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envVar+"=") }):
+		return "environment " + envVar + " (--" + f.Name + ")"
 	case path != "" && fileHasKey(path, key):
 		return "config file " + path + ", key " + key + " (--" + f.Name + ")"
 	}
@@ -107,6 +106,5 @@ func explainListenError(fs *pflag.FlagSet, err error) error {
 	if len(names) != 1 {
 		return fmt.Errorf("%s is in use by another process: %w", addr, err)
 	}
-	env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(names[0], "-", "_"))
-	return fmt.Errorf("%s is in use by another process: choose another address with --%s (%s): %w", addr, names[0], env, err)
+	return fmt.Errorf("%s is in use by another process: choose another address with --%s (%s): %w", addr, names[0], envName(names[0]), err)
 }

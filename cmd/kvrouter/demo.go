@@ -65,11 +65,10 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 }
 
 func demoRun(cmd *cobra.Command, f *demoFlags) error {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: %w", f.logLevel, err)
+	log, err := (&logFlags{level: f.logLevel, format: "text"}).logger(os.Stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(newDedupHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 	f.live.Engines = f.sim.engines
 	if f.serve {
 		return serveDemo(cmd, f, log)
