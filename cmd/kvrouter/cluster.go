@@ -59,24 +59,16 @@ func (f *clusterFlags) connect(cmd *cobra.Command, addr string, timeout time.Dur
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
-	if ctx, err = f.withToken(ctx); err != nil {
-		return err
+	// Membership changes, backups and restores need an operator
+	// credential: the join token (--join-token-file) is one.
+	if f.tokenFile != "" {
+		tok, err := node.ReadJoinToken(f.tokenFile)
+		if err != nil {
+			return err
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok)
 	}
 	return fn(ctx, conn)
-}
-
-// withToken adds the operator's join token (--join-token-file), when set,
-// to the calls of ctx: membership changes, backups and restores need an
-// operator credential.
-func (f *clusterFlags) withToken(ctx context.Context) (context.Context, error) {
-	if f.tokenFile == "" {
-		return ctx, nil
-	}
-	tok, err := node.ReadJoinToken(f.tokenFile)
-	if err != nil {
-		return ctx, err
-	}
-	return metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok), nil
 }
 
 func newClusterCmd() *cobra.Command {

@@ -42,7 +42,7 @@ local and cross-DC hit ratios, forwards, TTFT and affinity violations.
 With --serve it only starts the live fleet and leaves it running for curl or any OpenAI
 client until interrupted.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return explainListenError(cmd.Flags(), runDemo(cmd, &f)) },
 	}
 	f.sim.register(cmd, "kv,round-robin,least-loaded,two-tier,power-of-two,random")
 	fs := cmd.Flags()
@@ -61,10 +61,6 @@ client until interrupted.`,
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
-	return explainListenError(cmd.Flags(), demoRun(cmd, f))
-}
-
-func demoRun(cmd *cobra.Command, f *demoFlags) error {
 	log, err := (&logFlags{level: f.logLevel, format: "text"}).logger(os.Stderr)
 	if err != nil {
 		return err
