@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,20 +157,13 @@ func printStatus(w io.Writer, st *kvrpb.AdminStatusResponse, asJSON bool) error 
 		return enc.Encode(st)
 	}
 	fmt.Fprintf(w, "node %s (dc %s): %s, leader %s, term %d, ready %v\n", st.GetNodeId(), st.GetDc(), st.GetState(),
-		orNone(st.GetLeaderId()), st.GetTerm(), st.GetReady())
+		cmp.Or(st.GetLeaderId(), "-"), st.GetTerm(), st.GetReady())
 	fmt.Fprintf(w, "log: last %d, commit %d, applied %d; sessions %d; state hash %016x\n", st.GetLastLogIndex(),
 		st.GetCommitIndex(), st.GetAppliedIndex(), st.GetSessions(), st.GetStateHash())
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tSUFFRAGE\tLEADER")
 	for _, m := range st.GetMembers() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetId(), m.GetRaftAddr(), orNone(m.GetApiAddr()), m.GetSuffrage(), m.GetLeader())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetId(), m.GetRaftAddr(), cmp.Or(m.GetApiAddr(), "-"), m.GetSuffrage(), m.GetLeader())
 	}
 	return tw.Flush()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -38,9 +38,7 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 		if err != nil {
 			return err
 		}
-		keys := k.Keys()
-		slices.Sort(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(slices.Values(k.Keys())) {
 			if err := setFromSource(fs, key, valueStrings(k.Get(key)), "config file "+path); err != nil {
 				return err
 			}
