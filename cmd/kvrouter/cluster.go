@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -31,52 +33,43 @@ type clusterFlags struct {
 
 // call runs fn against the member at --addr under --timeout.
 func (f *clusterFlags) call(cmd *cobra.Command, fn func(ctx context.Context, c kvrpb.ClusterAdminClient) error) error {
-	c, closeConn, ctx, cancel, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	defer cancel()
-	return fn(ctx, c)
+	return f.connect(cmd, f.addr, f.timeout, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return fn(ctx, kvrpb.NewClusterAdminClient(conn))
+	})
 }
 
-func (f *clusterFlags) client(cmd *cobra.Command) (kvrpb.ClusterAdminClient, func(), context.Context, context.CancelFunc, error) {
-	if f.addr == "" {
-		return nil, nil, nil, nil, fmt.Errorf("--addr: the cluster API address of a member is required")
+// connect dials addr with the cluster's credentials, checking that the
+// server is a member, and runs fn under timeout with the operator's
+// token.
+func (f *clusterFlags) connect(cmd *cobra.Command, addr string, timeout time.Duration, fn func(context.Context, *grpc.ClientConn) error) error {
+	if addr == "" {
+		return errors.New("--addr: the cluster API address of a member is required")
 	}
 	creds := insecure.NewCredentials()
 	if f.tlsCert != "" || f.tlsKey != "" || f.ca != "" {
 		_, client, err := node.ClusterTLS(f.tlsCert, f.tlsKey, f.ca)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return err
 		}
 		creds = credentials.NewTLS(mtls.VerifyServer(client, mtls.AcceptRoles("", mtls.RoleMember)))
 	}
-	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("--addr %s: %w", f.addr, err)
+		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	if ctx, err = f.withToken(ctx); err != nil {
-		cancel()
-		_ = conn.Close()
-		return nil, nil, nil, nil, err
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+	// Membership changes, backups and restores need an operator
+	// credential: the join token (--join-token-file) is one.
+	if f.tokenFile != "" {
+		tok, err := node.ReadJoinToken(f.tokenFile)
+		if err != nil {
+			return err
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok)
 	}
-	return kvrpb.NewClusterAdminClient(conn), func() { _ = conn.Close() }, ctx, cancel, nil
-}
-
-// withToken adds the operator's join token (--join-token-file), when set,
-// to the calls of ctx: membership changes, backups and restores need an
-// operator credential.
-func (f *clusterFlags) withToken(ctx context.Context) (context.Context, error) {
-	if f.tokenFile == "" {
-		return ctx, nil
-	}
-	tok, err := node.ReadJoinToken(f.tokenFile)
-	if err != nil {
-		return ctx, err
-	}
-	return metadata.AppendToOutgoingContext(ctx, consensus.JoinTokenKey, tok), nil
+	return fn(ctx, conn)
 }
 
 func newClusterCmd() *cobra.Command {
@@ -164,20 +157,13 @@ func printStatus(w io.Writer, st *kvrpb.AdminStatusResponse, asJSON bool) error 
 		return enc.Encode(st)
 	}
 	fmt.Fprintf(w, "node %s (dc %s): %s, leader %s, term %d, ready %v\n", st.GetNodeId(), st.GetDc(), st.GetState(),
-		orNone(st.GetLeaderId()), st.GetTerm(), st.GetReady())
+		cmp.Or(st.GetLeaderId(), "-"), st.GetTerm(), st.GetReady())
 	fmt.Fprintf(w, "log: last %d, commit %d, applied %d; sessions %d; state hash %016x\n", st.GetLastLogIndex(),
 		st.GetCommitIndex(), st.GetAppliedIndex(), st.GetSessions(), st.GetStateHash())
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tSUFFRAGE\tLEADER")
 	for _, m := range st.GetMembers() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetId(), m.GetRaftAddr(), orNone(m.GetApiAddr()), m.GetSuffrage(), m.GetLeader())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetId(), m.GetRaftAddr(), cmp.Or(m.GetApiAddr(), "-"), m.GetSuffrage(), m.GetLeader())
 	}
 	return tw.Flush()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

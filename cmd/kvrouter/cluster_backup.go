@@ -11,11 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kvrouter/kvrouter/consensus"
-	"github.com/kvrouter/kvrouter/node"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 )
 
@@ -49,23 +46,6 @@ those that were idle past their TTL since the backup expire at once.`,
 	return []*cobra.Command{backup, restore}
 }
 
-// dial connects to addr with the cluster's credentials.
-func (f *clusterFlags) dial(addr string) (*grpc.ClientConn, error) {
-	creds := insecure.NewCredentials()
-	if f.tlsCert != "" || f.tlsKey != "" || f.ca != "" {
-		_, client, err := node.ClusterTLS(f.tlsCert, f.tlsKey, f.ca)
-		if err != nil {
-			return nil, err
-		}
-		creds = credentials.NewTLS(client)
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return nil, fmt.Errorf("--addr %s: %w", addr, err)
-	}
-	return conn, nil
-}
-
 // backup streams the member's snapshot into a temporary file beside out
 // and renames it into place once complete, so that out never holds half
 // a backup.
@@ -73,29 +53,18 @@ func (f *clusterFlags) backup(cmd *cobra.Command, out string) error {
 	if out == "" {
 		return errors.New("--out: the file to write is required")
 	}
-	if f.addr == "" {
-		return errors.New("--addr: the cluster API address of a member is required")
-	}
-	conn, err := f.dial(f.addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	defer cancel()
-	if ctx, err = f.withToken(ctx); err != nil {
-		return err
-	}
-	info, data, err := fetchBackup(ctx, kvrpb.NewClusterBackupClient(conn))
-	if err != nil {
-		return fmt.Errorf("backup from %s: %w", f.addr, err)
-	}
-	if err := writeBackup(cmd, out, info, data); err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "backup of dc %s from %s at index %d: %d bindings, %d bytes\n",
-		info.GetDc(), info.GetNodeId(), info.GetAppliedIndex(), info.GetBindings(), len(data))
-	return nil
+	return f.connect(cmd, f.addr, f.timeout, func(ctx context.Context, conn *grpc.ClientConn) error {
+		info, data, err := fetchBackup(ctx, kvrpb.NewClusterBackupClient(conn))
+		if err != nil {
+			return fmt.Errorf("backup from %s: %w", f.addr, err)
+		}
+		if err := writeBackup(cmd, out, info, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "backup of dc %s from %s at index %d: %d bindings, %d bytes\n",
+			info.GetDc(), info.GetNodeId(), info.GetAppliedIndex(), info.GetBindings(), len(data))
+		return nil
+	})
 }
 
 // fetchBackup reads a Backup stream whole.
@@ -168,23 +137,15 @@ func (f *clusterFlags) restore(cmd *cobra.Command, in string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := f.dial(leader)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), max(f.timeout, consensus.RestoreTimeout))
-	defer cancel()
-	if ctx, err = f.withToken(ctx); err != nil {
-		return err
-	}
-	res, err := sendRestore(ctx, kvrpb.NewClusterBackupClient(conn), snapshot)
-	if err != nil {
-		return fmt.Errorf("restore to %s: %w", leader, err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of dc %s (index %d) at index %d on leader %s: %d bindings\n",
-		info.GetDc(), info.GetAppliedIndex(), res.GetIndex(), res.GetLeaderId(), res.GetBindings())
-	return nil
+	return f.connect(cmd, leader, max(f.timeout, consensus.RestoreTimeout), func(ctx context.Context, conn *grpc.ClientConn) error {
+		res, err := sendRestore(ctx, kvrpb.NewClusterBackupClient(conn), snapshot)
+		if err != nil {
+			return fmt.Errorf("restore to %s: %w", leader, err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of dc %s (index %d) at index %d on leader %s: %d bindings\n",
+			info.GetDc(), info.GetAppliedIndex(), res.GetIndex(), res.GetLeaderId(), res.GetBindings())
+		return nil
+	})
 }
 
 // leaderAddr asks the member at --addr for the leader's cluster API

@@ -38,9 +38,7 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 		if err != nil {
 			return err
 		}
-		keys := k.Keys()
-		slices.Sort(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(slices.Values(k.Keys())) {
 			if err := setFromSource(fs, key, valueStrings(k.Get(key)), "config file "+path); err != nil {
 				return err
 			}
@@ -76,6 +74,11 @@ func resolveConfig(fs *pflag.FlagSet, path string, environ []string) error {
 		slog.Warn("ignoring environment variables that name no option of this command", "variables", strings.Join(ignored, ","))
 	}
 	return nil
+}
+
+// envName is the KVR_* variable of the flag name.
+func envName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // configEnv names the configuration file when --config does not.
@@ -169,7 +172,7 @@ func listItems(flagType string, vals []string) []string {
 func valueStrings(v any) []string {
 	xs, ok := v.([]any)
 	if !ok {
-		return []string{fmt.Sprint(v)}
+		xs = []any{v}
 	}
 	parts := make([]string, len(xs))
 	for i, x := range xs {

@@ -15,23 +15,19 @@ import (
 // configKeyFlags maps the keys that the node's configuration packages name
 // in their validation errors to the flags that set them, where the two
 // differ (the packages name their own fields; the command line was named
-// after the peers' options). It is the one translation between them.
+// after the peers' options). It is the one translation between them; a
+// key missing here names its flag with dashes for underscores.
 var configKeyFlags = map[string]string{
-	"policy":                       "router-mode",
-	"affinity_ttl":                 "session-affinity-ttl",
-	"affinity_mode":                "session-affinity-mode",
-	"approximate_mode":             "kv-events",
-	"approx_ttl":                   "router-ttl",
-	"approx_policy":                "router-approximate-cache-policy",
-	"min_initial_engines":          "router-min-initial-workers",
-	"predict_ttl":                  "router-predicted-ttl",
-	"overlap_score_credit":         "kv-overlap-score-credit",
-	"overlap_score_credit_decay":   "kv-overlap-score-credit-decay",
-	"prefill_load_scale":           "prefill-load-scale",
-	"host_cache_hit_weight":        "host-cache-hit-weight",
-	"disk_cache_hit_weight":        "disk-cache-hit-weight",
-	"decode_active_request_weight": "decode-active-request-weight",
-	"router_temperature":           "router-temperature",
+	"policy":                     "router-mode",
+	"affinity_ttl":               "session-affinity-ttl",
+	"affinity_mode":              "session-affinity-mode",
+	"approximate_mode":           "kv-events",
+	"approx_ttl":                 "router-ttl",
+	"approx_policy":              "router-approximate-cache-policy",
+	"min_initial_engines":        "router-min-initial-workers",
+	"predict_ttl":                "router-predicted-ttl",
+	"overlap_score_credit":       "kv-overlap-score-credit",
+	"overlap_score_credit_decay": "kv-overlap-score-credit-decay",
 }
 
 // keyAfterInvalid finds the key a validation error names: the first word
@@ -65,13 +61,12 @@ func explainConfigError(fs *pflag.FlagSet, path string, env []string, err error)
 // optionSource says where the flag's value came from, in the user's
 // words. resolveConfig leaves Changed set only for the command line.
 func optionSource(f *pflag.Flag, path string, env []string) string {
-	key := strings.ReplaceAll(f.Name, "-", "_")
-	envName := EnvPrefix + strings.ToUpper(key)
+	key, envVar := strings.ReplaceAll(f.Name, "-", "_"), envName(f.Name)
 	switch {
 	case f.Changed:
 		return "--" + f.Name
-	case slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envName+"=") }):
-		return "environment " + envName + " (--" + f.Name + ")"
+	case slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envVar+"=") }):
+		return "environment " + envVar + " (--" + f.Name + ")"
 	case path != "" && fileHasKey(path, key):
 		return "config file " + path + ", key " + key + " (--" + f.Name + ")"
 	}
@@ -107,6 +102,5 @@ func explainListenError(fs *pflag.FlagSet, err error) error {
 	if len(names) != 1 {
 		return fmt.Errorf("%s is in use by another process: %w", addr, err)
 	}
-	env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(names[0], "-", "_"))
-	return fmt.Errorf("%s is in use by another process: choose another address with --%s (%s): %w", addr, names[0], env, err)
+	return fmt.Errorf("%s is in use by another process: choose another address with --%s (%s): %w", addr, names[0], envName(names[0]), err)
 }

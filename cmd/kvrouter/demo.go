@@ -42,7 +42,7 @@ local and cross-DC hit ratios, forwards, TTFT and affinity violations.
 With --serve it only starts the live fleet and leaves it running for curl or any OpenAI
 client until interrupted.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return explainListenError(cmd.Flags(), runDemo(cmd, &f)) },
 	}
 	f.sim.register(cmd, "kv,round-robin,least-loaded,two-tier,power-of-two,random")
 	fs := cmd.Flags()
@@ -61,15 +61,10 @@ client until interrupted.`,
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
-	return explainListenError(cmd.Flags(), demoRun(cmd, f))
-}
-
-func demoRun(cmd *cobra.Command, f *demoFlags) error {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: %w", f.logLevel, err)
+	log, err := (&logFlags{level: f.logLevel, format: "text"}).logger(os.Stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(newDedupHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 	f.live.Engines = f.sim.engines
 	if f.serve {
 		return serveDemo(cmd, f, log)

@@ -40,7 +40,7 @@ func optionsTable(sub string, register func(*pflag.FlagSet)) string {
 	groups := map[flagGroup][]*pflag.Flag{}
 	visitInOrder(fs, func(fl *pflag.Flag) {
 		if isAlias(fl) {
-			others[optionName(fl)] = append(others[optionName(fl)], "--"+fl.Name)
+			others[optionName(fl)] = append(others[optionName(fl)], fl.Name)
 			return
 		}
 		groups[groupOf(fl)] = append(groups[groupOf(fl)], fl)
@@ -61,36 +61,31 @@ func optionsTable(sub string, register func(*pflag.FlagSet)) string {
 	return b.String()
 }
 
-// optionRow is an option's row of its group's table.
+// optionRow is an option's row of its group's table; alias holds its
+// other names.
 func optionRow(fl *pflag.Flag, alias []string) string {
-	envs := []string{"`" + EnvPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_")) + "`"}
-	for _, n := range append([]string{fl.Name}, trimDashes(alias)...) {
+	envs := []string{"`" + envName(fl.Name) + "`"}
+	for _, n := range append([]string{fl.Name}, alias...) {
 		for _, e := range referenceEnvOf(n) {
 			envs = append(envs, "`"+e+"`")
 		}
 	}
-	meaning := helpLine(fl)
-	if d := helpDetails(fl); d != "" {
+	_, usage := pflag.UnquoteUsage(fl)
+	meaning, details, _ := strings.Cut(usage, "\n")
+	if d := strings.Join(strings.Fields(details), " "); d != "" {
 		meaning += ". " + d
 	}
 	return fmt.Sprintf("| `--%s` | %s | %s | %s | %s |\n", fl.Name, codeList(alias), strings.Join(envs, " "),
 		cell(fl.DefValue), cell(meaning))
 }
 
-func trimDashes(xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = strings.TrimPrefix(x, "--")
-	}
-	return out
-}
-
-func codeList(xs []string) string {
-	if len(xs) == 0 {
+// codeList renders flag names as code: `--a` `--b`.
+func codeList(names []string) string {
+	if len(names) == 0 {
 		return ""
 	}
-	slices.Sort(xs)
-	return "`" + strings.Join(xs, "` `") + "`"
+	slices.Sort(names)
+	return "`--" + strings.Join(names, "` `--") + "`"
 }
 
 // cell makes a value safe inside a Markdown table cell.

@@ -93,6 +93,20 @@ func grouped(fs *pflag.FlagSet, g flagGroup, reg func(*pflag.FlagSet)) {
 	})
 }
 
+// flagSection is one group's register function.
+type flagSection struct {
+	group flagGroup
+	reg   func(*pflag.FlagSet)
+}
+
+// registerGroups registers a subcommand's options section by section, in
+// the order the help lists them.
+func registerGroups(fs *pflag.FlagSet, sections []flagSection) {
+	for _, s := range sections {
+		grouped(fs, s.group, s.reg)
+	}
+}
+
 func setGroup(f *pflag.Flag, g flagGroup) {
 	if f.Annotations == nil {
 		f.Annotations = map[string][]string{}

@@ -146,13 +146,6 @@ func helpLine(f *pflag.Flag) string {
 	return line
 }
 
-// helpDetails is the rest of the flag's usage, on one line.
-func helpDetails(f *pflag.Flag) string {
-	_, usage := pflag.UnquoteUsage(f)
-	_, rest, _ := strings.Cut(usage, "\n")
-	return strings.Join(strings.Fields(rest), " ")
-}
-
 // andList joins words as a sentence does: "a", "a and b", "a, b and c".
 func andList(words []string) string {
 	if len(words) < 2 {

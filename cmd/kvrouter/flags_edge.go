@@ -35,15 +35,12 @@ func registerAccessFlags(fs *pflag.FlagSet, a *oaiedge.AccessConfig) {
 	fs.StringVar(&a.OperatorCA, "operator-ca", "", "PEM CA of operators' client certificates (TLS listener)")
 }
 
-// registerAdminAddrFlag registers the separate listener of the admin
-// routes.
-func registerAdminAddrFlag(fs *pflag.FlagSet, addr *string) {
-	fs.StringVar(addr, "admin-addr", "", "serve /metrics and the admin routes on this address instead\n"+
-		"The admin routes are the session routes and /v1/route/explain.")
-}
-
-// registerOTLPFlag registers the export of spans.
-func registerOTLPFlag(fs *pflag.FlagSet, endpoint *string) {
-	fs.StringVar(endpoint, "otlp-endpoint", "", "OTLP collector of request spans (empty: as OTEL_* says)\n"+
+// registerObservability registers the logging options, the export of
+// spans and the separate listener of the admin routes.
+func registerObservability(fs *pflag.FlagSet, l *logFlags, otlpEndpoint, adminAddr *string) {
+	l.register(fs)
+	fs.StringVar(otlpEndpoint, "otlp-endpoint", "", "OTLP collector of request spans (empty: as OTEL_* says)\n"+
 		"host:port (gRPC, cleartext) or an http:// or https:// URL (protocol from OTEL_EXPORTER_OTLP_PROTOCOL, gRPC by default).")
+	fs.StringVar(adminAddr, "admin-addr", "", "serve /metrics and the admin routes on this address instead\n"+
+		"The admin routes are the session routes and /v1/route/explain.")
 }

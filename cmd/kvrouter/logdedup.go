@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"maps"
 )
 
 // dedupHandler drops an attribute that repeats, with the same value, one
@@ -36,9 +37,7 @@ func (d *dedupHandler) Handle(ctx context.Context, r slog.Record) error {
 
 func (d *dedupHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	seen := make(map[string]slog.Value, len(d.seen)+len(as))
-	for k, v := range d.seen {
-		seen[k] = v
-	}
+	maps.Copy(seen, d.seen)
 	kept := make([]slog.Attr, 0, len(as))
 	for _, a := range as {
 		if d.repeats(a) {

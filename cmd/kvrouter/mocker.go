@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 
 	"github.com/nats-io/nats.go"
@@ -14,12 +15,11 @@ import (
 
 // mockerFlags binds every `kvrouter mocker` option.
 type mockerFlags struct {
-	cfg        server.Config
-	configPath string
-	httpAddr   string
-	natsURL    string
-	natsAuth   natsbus.ClientAuth
-	log        logFlags
+	daemonFlags
+	cfg      server.Config
+	httpAddr string
+	natsURL  string
+	natsAuth natsbus.ClientAuth
 }
 
 // register registers the mocker's options group by group, in the order
@@ -27,10 +27,7 @@ type mockerFlags struct {
 func (f *mockerFlags) register(fs *pflag.FlagSet) {
 	f.cfg.EnsureDefaults()
 	f.cfg.Engine.EnsureDefaults()
-	for _, g := range []struct {
-		group flagGroup
-		reg   func(*pflag.FlagSet)
-	}{
+	registerGroups(fs, []flagSection{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
 		{groupServing, f.registerDisagg},
@@ -38,14 +35,12 @@ func (f *mockerFlags) register(fs *pflag.FlagSet) {
 		{groupEventPlane, f.registerEventPlane},
 		{groupObservability, f.log.register},
 		{groupAdvanced, f.registerDisaggTiming},
-	} {
-		grouped(fs, g.group, g.reg)
-	}
+	})
 }
 
 func (f *mockerFlags) registerGeneral(fs *pflag.FlagSet) {
 	c := &f.cfg
-	registerConfigFlag(fs, &f.configPath)
+	f.registerConfig(fs)
 	fs.Uint64Var(&c.EngineID, "engine-id", 0, "engine id (0: random)")
 	fs.StringVar(&c.DC, "dc", c.DC, "data center name; must match the router nodes' --dc")
 }
@@ -103,22 +98,12 @@ registers with the router nodes over NATS, publishes heartbeats with its load an
 cache events, and answers snapshot requests. With --protocol vllm it speaks vLLM's wire
 instead: KV events as msgpack batches on a ZMQ PUB socket with a replay ROUTER socket,
 opaque block hashes, vLLM-named metrics on /metrics, and no NATS.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runMocker(cmd, &f) },
 	}
-	f.register(cmd.Flags())
-	installHelp(cmd)
-	return cmd
+	return newDaemonCmd(cmd, &f.daemonFlags, f.register, f.run)
 }
 
-func runMocker(cmd *cobra.Command, f *mockerFlags) error {
-	if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
-		return err
-	}
-	log, err := f.log.logger(cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
+// run starts the simulated engine and serves until cmd's context ends.
+func (f *mockerFlags) run(cmd *cobra.Command, log *slog.Logger) error {
 	// Validate before connecting, so that a bad option is reported as
 	// such and not as whatever the connection attempt ran into.
 	if err := f.cfg.EnsureDefaults().Validate(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 
@@ -16,14 +15,13 @@ import (
 
 // nodeFlags binds every `kvrouter node` option to the node's Config.
 type nodeFlags struct {
+	daemonFlags
 	cfg          node.Config
-	configPath   string
 	kvEvents     bool
 	affinityMode string
 	decodeFrac   float64
 	prefillAbs   int64
 	prefillFrac  float64
-	log          logFlags
 	ref          referenceFlags // node_flags_reference.go
 	queue        queueFlags
 	deploy       deployFlags
@@ -34,10 +32,7 @@ type nodeFlags struct {
 // the help lists them in.
 func (f *nodeFlags) register(fs *pflag.FlagSet) {
 	f.cfg = node.DefaultConfig()
-	for _, g := range []struct {
-		group flagGroup
-		reg   func(*pflag.FlagSet)
-	}{
+	registerGroups(fs, []flagSection{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
 		{groupServing, f.registerSelection},
@@ -54,23 +49,14 @@ func (f *nodeFlags) register(fs *pflag.FlagSet) {
 		{groupAdvanced, f.registerSelectionAdvanced},
 		{groupCompat, f.registerCompat},
 		{groupNoEffect, f.registerNoEffect},
-	} {
-		grouped(fs, g.group, g.reg)
-	}
+	})
 }
 
 func (f *nodeFlags) registerGeneral(fs *pflag.FlagSet) {
 	c := &f.cfg
-	registerConfigFlag(fs, &f.configPath)
+	f.registerConfig(fs)
 	fs.StringVar(&c.DC, "dc", c.DC, "data center; prefixes NATS subjects (kvr.<dc>)")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "name in logs, metrics and --peers")
-}
-
-// registerConfigFlag registers --config, which every long-running
-// subcommand has.
-func registerConfigFlag(fs *pflag.FlagSet, path *string) {
-	fs.StringVar(path, "config", "", "YAML file of options; keys are flag names with underscores\n"+
-		"KVR_CONFIG names it when the flag does not. Precedence: default < file < KVR_* environment < flag.")
 }
 
 func (f *nodeFlags) registerRouting(fs *pflag.FlagSet) {
@@ -104,9 +90,7 @@ func policyAliases() string {
 }
 
 func (f *nodeFlags) registerObservability(fs *pflag.FlagSet) {
-	f.log.register(fs)
-	registerOTLPFlag(fs, &f.cfg.OTLPEndpoint)
-	registerAdminAddrFlag(fs, &f.cfg.Frontend.Edge.AdminAddr)
+	registerObservability(fs, &f.log, &f.cfg.OTLPEndpoint, &f.cfg.Frontend.Edge.AdminAddr)
 }
 
 // resolve folds the flag values that need conversion into the config,
@@ -148,54 +132,15 @@ func newNodeCmd() *cobra.Command {
 each request to the engine holding the longest cached prefix of its prompt, weighed against
 load. Options also come from a YAML file (--config) and KVR_* variables (KVR_HTTP_ADDR for
 --http-addr): default < file < environment < flag. See docs/configuration.md.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
-				return err
-			}
-			log, err := f.log.logger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if err := f.resolve(cmd.Flags(), log); err != nil {
-				return err
-			}
-			n, err := node.New(f.cfg, log)
-			if err != nil {
-				return explainConfigError(cmd.Flags(), cmp.Or(f.configPath, configFromEnv(environ())), environ(), err)
-			}
-			return explainListenError(cmd.Flags(), n.Run(cmd.Context()))
-		},
 	}
-	f.register(cmd.Flags())
-	installHelp(cmd)
-	return cmd
-}
-
-// logFlags are the logging options every long-running subcommand shares.
-type logFlags struct {
-	level  string
-	format string
-}
-
-func (l *logFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&l.level, "log-level", "info", "lowest level logged: debug, info, warn, error")
-	fs.StringVar(&l.format, "log-format", "text", "log record format: text or json")
-}
-
-// logger writes to w, the command's error stream (os.Stderr unless a
-// test set another).
-func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch l.format {
-	case "text":
-		return slog.New(newDedupHandler(slog.NewTextHandler(w, opts))), nil
-	case "json":
-		return slog.New(newDedupHandler(slog.NewJSONHandler(w, opts))), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
+	return newDaemonCmd(cmd, &f.daemonFlags, f.register, func(cmd *cobra.Command, log *slog.Logger) error {
+		if err := f.resolve(cmd.Flags(), log); err != nil {
+			return err
+		}
+		n, err := node.New(f.cfg, log)
+		if err != nil {
+			return explainConfigError(cmd.Flags(), cmp.Or(f.configPath, configFromEnv(environ())), environ(), err)
+		}
+		return explainListenError(cmd.Flags(), n.Run(cmd.Context()))
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -65,10 +66,8 @@ func (f *nodeFlags) resolveDeploy() error {
 // isPeer reports whether id names one of the id=raft_addr/api_addr
 // entries.
 func isPeer(peers []string, id string) bool {
-	for _, p := range peers {
-		if name, _, ok := strings.Cut(p, "="); ok && name == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(peers, func(p string) bool {
+		name, _, ok := strings.Cut(p, "=")
+		return ok && name == id
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -17,36 +18,30 @@ import (
 
 // relayFlags binds every `kvrouter relay` option to the relay's Config.
 type relayFlags struct {
+	daemonFlags
 	cfg        service.Config
-	configPath string
 	peers      []string
 	pools      []string
 	peersHTTPS bool
 	tokenizers []string
-	log        logFlags
 }
 
 // register registers the relay's options group by group, in the order
 // the help lists them.
 func (f *relayFlags) register(fs *pflag.FlagSet) {
-	for _, g := range []struct {
-		group flagGroup
-		reg   func(*pflag.FlagSet)
-	}{
+	registerGroups(fs, []flagSection{
 		{groupGeneral, f.registerGeneral},
 		{groupServing, f.registerServing},
 		{groupFederation, f.registerFederation},
 		{groupEventPlane, f.registerEventPlane},
 		{groupSecurity, f.registerSecurity},
 		{groupObservability, f.registerObservability},
-	} {
-		grouped(fs, g.group, g.reg)
-	}
+	})
 }
 
 func (f *relayFlags) registerGeneral(fs *pflag.FlagSet) {
 	c := &f.cfg
-	registerConfigFlag(fs, &f.configPath)
+	f.registerConfig(fs)
 	fs.StringVar(&c.DC, "dc", "dc1", "this relay's data center")
 	fs.StringVar(&c.Name, "name", "", "this relay's name towards its peers (default relay-<dc>)")
 }
@@ -74,9 +69,7 @@ func (f *relayFlags) registerEventPlane(fs *pflag.FlagSet) {
 }
 
 func (f *relayFlags) registerObservability(fs *pflag.FlagSet) {
-	f.log.register(fs)
-	registerOTLPFlag(fs, &f.cfg.OTLPEndpoint)
-	registerAdminAddrFlag(fs, &f.cfg.Edge.AdminAddr)
+	registerObservability(fs, &f.log, &f.cfg.OTLPEndpoint, &f.cfg.Edge.AdminAddr)
 }
 
 // summaryKind is --summary-kind. It parses when it is set, so that a bad
@@ -148,27 +141,16 @@ one DC only.
 
 Every option can also be set in a YAML file (--config) or a KVR_* environment variable.
 Precedence: default < file < environment < flag. See docs/configuration.md.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := resolveConfig(cmd.Flags(), f.configPath, environ()); err != nil {
-				return err
-			}
-			if err := f.resolve(); err != nil {
-				return err
-			}
-			log, err := f.log.logger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			f.cfg.Log = log
-			r, err := service.New(f.cfg)
-			if err != nil {
-				return err
-			}
-			return explainListenError(cmd.Flags(), r.Run(cmd.Context()))
-		},
 	}
-	f.register(cmd.Flags())
-	installHelp(cmd)
-	return cmd
+	return newDaemonCmd(cmd, &f.daemonFlags, f.register, func(cmd *cobra.Command, log *slog.Logger) error {
+		if err := f.resolve(); err != nil {
+			return err
+		}
+		f.cfg.Log = log
+		r, err := service.New(f.cfg)
+		if err != nil {
+			return err
+		}
+		return explainListenError(cmd.Flags(), r.Run(cmd.Context()))
+	})
 }

@@ -31,7 +31,7 @@ type simFlags struct {
 	decay     float64
 	json      bool
 	report    string
-	// prefillEngines makes the replay disaggregated (sim_flags_disagg.go).
+	// prefillEngines makes the replay disaggregated.
 	prefillEngines int
 }
 
@@ -51,7 +51,7 @@ func (f *simFlags) register(cmd *cobra.Command, defaultPolicies string) {
 	fs.Float64Var(&f.decay, "output-block-decay", load.DefaultOutputDecay, "output blocks' weight: 1 - this × output/osl (with --osl-hints)")
 	fs.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report with SVG charts to this directory")
-	f.registerDisagg(fs)
+	fs.IntVar(&f.prefillEngines, "prefill-engines", 0, "replay disaggregated: this many of --engines are prefill engines, the others decode (0: aggregated)")
 }
 
 func (f *simFlags) config() (sim.Config, error) {
