@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/zeebo/xxh3"
@@ -200,20 +201,32 @@ func (n *Node) setAsideSnapshot(id string) error {
 
 // freshSnapshot replaces a snapshot set aside while running: a barrier
 // (on a leader) gives raft something new to snapshot, then a user
-// snapshot is taken.
+// snapshot is taken. A failed attempt (a barrier or snapshot that timed
+// out on a loaded machine, a disk error, nothing new yet on a quiet
+// follower) is retried, 1 s after the first and doubling up to 30 s,
+// until one succeeds or the node stops: until then a follower that needs
+// a snapshot cannot be sent one.
 func (n *Node) freshSnapshot() {
 	defer n.wg.Done()
 	defer n.health.resnap.Store(false)
-	if n.IsLeader() {
-		if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
-			n.log.Warn("barrier before replacing a corrupt snapshot", "err", err)
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		if n.IsLeader() {
+			if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
+				n.log.Warn("barrier before replacing a corrupt snapshot", "err", err)
+			}
+		}
+		err := n.raft.Snapshot().Error()
+		if err == nil {
+			n.log.Info("took a fresh snapshot to replace a corrupt one")
+			return
+		}
+		n.log.Warn("replacing a corrupt snapshot; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(wait):
 		}
 	}
-	if err := n.raft.Snapshot().Error(); err != nil {
-		n.log.Warn("replacing a corrupt snapshot", "err", err)
-		return
-	}
-	n.log.Info("took a fresh snapshot to replace a corrupt one")
 }
 
 // Corruptions returns how many corrupt snapshots this node detected.
