@@ -190,15 +190,12 @@ func (s *LogStore) Set(key, val []byte) error {
 // "not found" when the key is missing, as raft requires.
 func (s *LogStore) Get(key []byte) (val []byte, err error) {
 	err = s.read(func(db *pebble.DB) error {
-		v, closer, err := db.Get(stableKey(key))
-		if errors.Is(err, pebble.ErrNotFound) {
+		v, err := getValue(db, stableKey(key))
+		if errors.Is(err, ErrNotFound) {
 			return errStableNotFound
 		}
-		if err != nil {
-			return fmt.Errorf("store: get %q: %w", key, err)
-		}
-		val = append([]byte{}, v...)
-		return closer.Close()
+		val = v
+		return err
 	})
 	return val, err
 }
