@@ -3,9 +3,6 @@ package consensus
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -82,7 +79,7 @@ func validIncumbent(m *kvrpb.RaftSetIncumbent) error {
 
 // setIncumbent applies a TypeSetIncumbent entry. Callers hold mu.
 func (f *FSM) setIncumbent(i uint64, m *kvrpb.RaftSetIncumbent) *kvrpb.RaftResult {
-	if r, ok := f.st.Request(m.RequestId); ok && m.RequestId != "" {
+	if r, ok := f.recall(m.RequestId); ok {
 		return r
 	}
 	if m.Unset {
@@ -91,11 +88,7 @@ func (f *FSM) setIncumbent(i uint64, m *kvrpb.RaftSetIncumbent) *kvrpb.RaftResul
 		f.st.PutIncumbent(proto.CloneOf(m.GetIncumbent()))
 	}
 	f.refreshIncumbents()
-	r := &kvrpb.RaftResult{Code: uint32(CodeOK), Index: i}
-	if m.RequestId != "" {
-		f.st.RememberRequest(m.RequestId, r, RememberedRequests)
-	}
-	return r
+	return f.remember(m.RequestId, result(CodeOK), i)
 }
 
 // refreshIncumbents publishes the table as an immutable value for
@@ -119,31 +112,12 @@ func (f *FSM) WorkerSetIncumbents() *Incumbents {
 	return &Incumbents{}
 }
 
-// incumbentRecords encodes the table for snapshots, sorted by set key.
-// Callers hold mu.
-func (f *FSM) incumbentRecords() []*kvrpb.RaftSnapshotRecord {
-	bySet := map[string]*kvrpb.RaftIncumbent{}
-	f.st.Incumbents(func(r *kvrpb.RaftIncumbent) bool { bySet[incumbentKeyOf(r)] = r; return true })
-	out := make([]*kvrpb.RaftSnapshotRecord, 0, len(bySet))
-	for _, k := range slices.Sorted(maps.Keys(bySet)) {
-		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Incumbent{Incumbent: proto.CloneOf(bySet[k])}})
-	}
-	return out
-}
-
 // SetIncumbent records a worker set's incumbent checksum in the DC (with
 // unset, drops the set's record) through the raft log, retrying an
 // indeterminate attempt under the same request id, and returns the
 // entry's index.
 func (n *Node) SetIncumbent(ctx context.Context, requestID string, r *kvrpb.RaftIncumbent, unset bool) (uint64, error) {
-	res, err := n.ApplyRetry(ctx, &kvrpb.RaftSetIncumbent{RequestId: requestID, Incumbent: r, Unset: unset})
-	if err != nil {
-		return 0, err
-	}
-	if Code(res.Code) != CodeOK {
-		return 0, fmt.Errorf("%w: set_incumbent: result code %d", ErrBadCommand, res.Code)
-	}
-	return res.Index, nil
+	return n.applyIndex(ctx, "set_incumbent", &kvrpb.RaftSetIncumbent{RequestId: requestID, Incumbent: r, Unset: unset})
 }
 
 // PutIncumbent implements State.
@@ -153,33 +127,18 @@ func (s *MemState) PutIncumbent(r *kvrpb.RaftIncumbent) { s.incumbents[incumbent
 func (s *MemState) DeleteIncumbent(key string) { delete(s.incumbents, key) }
 
 // Incumbents implements State.
-func (s *MemState) Incumbents(fn func(r *kvrpb.RaftIncumbent) bool) {
-	for _, r := range s.incumbents {
-		if !fn(r) {
-			return
-		}
-	}
-}
+func (s *MemState) Incumbents(fn func(r *kvrpb.RaftIncumbent) bool) { each(s.incumbents, fn) }
 
 // PutIncumbent implements State.
 func (s *StoreState) PutIncumbent(r *kvrpb.RaftIncumbent) {
 	s.MemState.PutIncumbent(r)
-	if bt := s.batch(); bt != nil {
-		v, err := deterministic.Marshal(r)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		bt.PutIncumbent(incumbentKeyOf(r), v)
-	}
+	s.mirrorProto(r, func(bt *store.Batch, v []byte) { bt.PutIncumbent(incumbentKeyOf(r), v) })
 }
 
 // DeleteIncumbent implements State.
 func (s *StoreState) DeleteIncumbent(key string) {
 	s.MemState.DeleteIncumbent(key)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteIncumbent(key)
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteIncumbent(key) })
 }
 
 // loadIncumbents copies the incumbents table into memory.
