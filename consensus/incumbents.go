@@ -50,16 +50,9 @@ func incumbentKeyOf(r *kvrpb.RaftIncumbent) string {
 }
 
 // setIncumbentSpec is the TypeSetIncumbent row of the command table.
-var setIncumbentSpec = spec{
-	name:      "set_incumbent",
-	ignorable: true,
-	new:       func() proto.Message { return &kvrpb.RaftSetIncumbent{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.setIncumbent(i, m.(*kvrpb.RaftSetIncumbent))
-	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validIncumbent(m.(*kvrpb.RaftSetIncumbent)) },
-}
+var setIncumbentSpec = typed[*kvrpb.RaftSetIncumbent]{
+	name: "set_incumbent", apply: (*FSM).setIncumbent, validate: validIncumbent, ignorable: true,
+}.row()
 
 // validIncumbent checks a command before it is proposed.
 func validIncumbent(m *kvrpb.RaftSetIncumbent) error {

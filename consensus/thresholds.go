@@ -34,16 +34,9 @@ type thresholdTable interface {
 var errThresholds = errors.New("thresholds: a model of 1..512 bytes and values in range are required")
 
 // setThresholdsSpec is the TypeSetThresholds row of the command table.
-var setThresholdsSpec = spec{
-	name:      "set_thresholds",
-	ignorable: true,
-	new:       func() proto.Message { return &kvrpb.RaftSetThresholds{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.setThresholds(i, m.(*kvrpb.RaftSetThresholds))
-	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validThresholds(m.(*kvrpb.RaftSetThresholds)) },
-}
+var setThresholdsSpec = typed[*kvrpb.RaftSetThresholds]{
+	name: "set_thresholds", apply: (*FSM).setThresholds, validate: validThresholds, ignorable: true,
+}.row()
 
 // validThresholds checks a command before it is proposed.
 func validThresholds(m *kvrpb.RaftSetThresholds) error {
