@@ -98,13 +98,11 @@ func (s *adminServer) Join(ctx context.Context, req *kvrpb.AdminJoinRequest) (*k
 		return nil, err
 	}
 	p := Peer{ID: req.GetId(), RaftAddr: req.GetRaftAddr(), APIAddr: req.GetApiAddr()}
-	var err error
+	add := s.n.AddVoter
 	if req.GetNonvoter() {
-		err = s.n.AddNonvoter(p)
-	} else {
-		err = s.n.AddVoter(p)
+		add = s.n.AddNonvoter
 	}
-	if err != nil {
+	if err := add(p); err != nil {
 		return nil, adminStatus(err)
 	}
 	s.n.log.Info("member joined", "member", p.ID, "raft_addr", p.RaftAddr, "nonvoter", req.GetNonvoter())

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +30,7 @@ func OpenDurableState(opts store.Options, log *slog.Logger) (fs *store.FSMStore,
 	if err == nil || !isCorrupt(err) {
 		return fs, st, false, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if opts.Observer != nil && !pebble.IsCorruptionError(err) {
 		// Pebble's own checksum failures were reported by the store.
 		opts.Observer.Corruption(storeName(opts), "table")
