@@ -136,14 +136,7 @@ func (s *StoreState) DeleteIncumbent(key string) {
 
 // loadIncumbents copies the incumbents table into memory.
 func (s *StoreState) loadIncumbents() error {
-	return s.s.ScanIncumbents(func(row store.Incumbent) error {
-		r := &kvrpb.RaftIncumbent{}
-		if err := proto.Unmarshal(row.Value, r); err != nil {
-			return err
-		}
-		s.MemState.PutIncumbent(r)
-		return nil
-	})
+	return s.s.ScanIncumbents(func(row store.Incumbent) error { return unmarshalTo(row.Value, s.MemState.PutIncumbent) })
 }
 
 // resetIncumbents deletes the table's rows from the store. Callers hold

@@ -130,14 +130,7 @@ func (s *StoreState) DeleteThreshold(model string) {
 
 // loadThresholds copies the thresholds table into memory.
 func (s *StoreState) loadThresholds() error {
-	return s.s.ScanThresholds(func(row store.Threshold) error {
-		t := &kvrpb.RaftThresholds{}
-		if err := proto.Unmarshal(row.Value, t); err != nil {
-			return err
-		}
-		s.MemState.PutThreshold(t)
-		return nil
-	})
+	return s.s.ScanThresholds(func(row store.Threshold) error { return unmarshalTo(row.Value, s.MemState.PutThreshold) })
 }
 
 // resetThresholds deletes the table's rows from the store. Callers hold

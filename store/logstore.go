@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,9 +40,7 @@ func OpenLogStore(opts Options) (*LogStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
-	if o.Name == "" {
-		o.Name = "raft"
-	}
+	o.Name = cmp.Or(o.Name, "raft")
 	po, release := o.pebbleOptions()
 	defer release()
 	db, err := pebble.Open(o.Dir, po)
