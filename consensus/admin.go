@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -261,9 +262,5 @@ func (n *Node) pruneAPIs(members []raft.Server) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id := range n.apis {
-		if !in[id] {
-			delete(n.apis, id)
-		}
-	}
+	maps.DeleteFunc(n.apis, func(id raft.ServerID, _ string) bool { return !in[id] })
 }

@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -64,13 +65,8 @@ func (n *Node) forgetPeerAPI(id raft.ServerID) {
 // empty when none is.
 func (n *Node) MemberAt(addr raft.ServerAddress) string {
 	members, err := n.Members()
-	if err != nil {
-		return ""
-	}
-	for _, m := range members {
-		if m.Address == addr {
-			return string(m.ID)
-		}
+	if i := slices.IndexFunc(members, func(m raft.Server) bool { return m.Address == addr }); err == nil && i >= 0 {
+		return string(members[i].ID)
 	}
 	return ""
 }
