@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -98,13 +99,11 @@ func (s *adminServer) Join(ctx context.Context, req *kvrpb.AdminJoinRequest) (*k
 		return nil, err
 	}
 	p := Peer{ID: req.GetId(), RaftAddr: req.GetRaftAddr(), APIAddr: req.GetApiAddr()}
-	var err error
+	add := s.n.AddVoter
 	if req.GetNonvoter() {
-		err = s.n.AddNonvoter(p)
-	} else {
-		err = s.n.AddVoter(p)
+		add = s.n.AddNonvoter
 	}
-	if err != nil {
+	if err := add(p); err != nil {
 		return nil, adminStatus(err)
 	}
 	s.n.log.Info("member joined", "member", p.ID, "raft_addr", p.RaftAddr, "nonvoter", req.GetNonvoter())
@@ -263,9 +262,5 @@ func (n *Node) pruneAPIs(members []raft.Server) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id := range n.apis {
-		if !in[id] {
-			delete(n.apis, id)
-		}
-	}
+	maps.DeleteFunc(n.apis, func(id raft.ServerID, _ string) bool { return !in[id] })
 }

@@ -38,9 +38,7 @@ func NewTLSTransport(addr string, server, client *tls.Config, memberAt func(raft
 	if err != nil {
 		return nil, fmt.Errorf("consensus: raft tls listener on %s: %w", addr, err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return raft.NewNetworkTransportWithLogger(&tlsStreamLayer{ln: ln, client: client, memberAt: memberAt}, maxPool, timeout, newHclogAdapter(log, node)), nil
 }
 

@@ -168,13 +168,10 @@ func (n *Node) await(f raft.ApplyFuture) error {
 // (concurrent forwarded calls could reach the leader reordered), so its
 // proposals complete one at a time.
 func (n *Node) propose(ctx context.Context, m proto.Message) (func() (*kvrpb.RaftResult, error), error) {
-	if m == nil {
-		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
-	}
 	if n.IsLeader() {
-		t, ok := typeOf[m.ProtoReflect().Descriptor().FullName()]
-		if !ok {
-			return nil, fmt.Errorf("%w: %s is not a command", ErrBadCommand, m.ProtoReflect().Descriptor().FullName())
+		t, err := commandType(m)
+		if err != nil {
+			return nil, err
 		}
 		return n.proposeMessage(ctx, t, m)
 	}

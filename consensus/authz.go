@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
@@ -179,13 +180,8 @@ func (n *Node) checkMember(ctx context.Context, from string) (reason, msg string
 // memberAddr is the raft address of member id in the configuration.
 func (n *Node) memberAddr(id string) (string, bool) {
 	members, err := n.Members()
-	if err != nil {
-		return "", false
-	}
-	for _, m := range members {
-		if m.ID == raft.ServerID(id) {
-			return string(m.Address), true
-		}
+	if i := slices.IndexFunc(members, func(m raft.Server) bool { return m.ID == raft.ServerID(id) }); err == nil && i >= 0 {
+		return string(members[i].Address), true
 	}
 	return "", false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -55,13 +56,7 @@ func (n *Node) WriteBackup(w io.Writer) (*kvrpb.BackupInfo, error) {
 // cluster could answer a different write here, which would then be
 // acknowledged without being applied.
 func withoutRequests(recs []*kvrpb.RaftSnapshotRecord) []*kvrpb.RaftSnapshotRecord {
-	out := recs[:0]
-	for _, r := range recs {
-		if r.GetRequest() == nil {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(recs, func(r *kvrpb.RaftSnapshotRecord) bool { return r.GetRequest() != nil })
 }
 
 // countBindings counts the session bindings among recs.

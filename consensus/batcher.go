@@ -85,7 +85,12 @@ func (b *Batcher) Add(events []routing.Event) error {
 	if err := wire.CheckRun(events); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	data, err := deterministic.Marshal(wire.EncodeBatch(events[0].Worker, 0, events))
+	return b.queue(wire.EncodeBatch(events[0].Worker, 0, events))
+}
+
+// queue encodes one batch and appends it to the pending ones.
+func (b *Batcher) queue(batch *kvrpb.KVEventBatch) error {
+	data, err := deterministic.Marshal(batch)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}

@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -49,22 +48,10 @@ func (b *Batcher) AddRun(events []routing.Event) (int, error) {
 		if hi == lo {
 			return lo, fmt.Errorf("%w: event %d of %v: %d bytes, an entry holds %d", ErrEventTooLarge, events[lo].ID, w, size, b.cfg.EntryBytes)
 		}
-		if err := b.queue(w, pes[lo:hi]); err != nil {
+		if err := b.queue(&kvrpb.KVEventBatch{EngineId: uint64(w.ID), Rank: w.Rank, Events: pes[lo:hi]}); err != nil {
 			return lo, err
 		}
 		lo = hi
 	}
 	return len(events), nil
-}
-
-// queue encodes one batch and appends it to the pending ones.
-func (b *Batcher) queue(w routing.Worker, pes []*kvrpb.KVEvent) error {
-	data, err := deterministic.Marshal(&kvrpb.KVEventBatch{EngineId: uint64(w.ID), Rank: w.Rank, Events: pes})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadCommand, err)
-	}
-	if len(data) > b.cfg.EntryBytes {
-		return errors.Join(ErrTooLarge, fmt.Errorf("batch of %d bytes over an entry's %d", len(data), b.cfg.EntryBytes))
-	}
-	return b.push(data)
 }

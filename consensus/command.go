@@ -84,6 +84,38 @@ type spec struct {
 	ignorable bool
 }
 
+// typed is a row of the dispatch table written against its payload type
+// M; row converts it to a spec, so that no row casts its payload. A nil
+// stamp means the payload carries no clock, a nil validate that every
+// payload is valid.
+type typed[M proto.Message] struct {
+	name                  string
+	apply                 func(f *FSM, index uint64, m M) *kvrpb.RaftResult
+	applyFast             func(f *FSM, index uint64, payload []byte) (*kvrpb.RaftResult, bool)
+	stamp                 func(m M, unixNanos int64)
+	validate              func(m M) error
+	needsReady, ignorable bool
+}
+
+// row returns the spec of t.
+func (t typed[M]) row() spec {
+	s := spec{
+		name:      t.name,
+		new:       func() proto.Message { var m M; return m.ProtoReflect().New().Interface() },
+		apply:     func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult { return t.apply(f, i, m.(M)) },
+		applyFast: t.applyFast, needsReady: t.needsReady, ignorable: t.ignorable,
+		stamp:    func(proto.Message, int64) {},
+		validate: func(proto.Message) error { return nil },
+	}
+	if t.stamp != nil {
+		s.stamp = func(m proto.Message, unixNanos int64) { t.stamp(m.(M), unixNanos) }
+	}
+	if t.validate != nil {
+		s.validate = func(m proto.Message) error { return t.validate(m.(M)) }
+	}
+	return s
+}
+
 // commands is the dispatch table, keyed by type without the ignore bit.
 var commands = map[Type]spec{
 	TypeBindSession:      bindSpec,
@@ -113,17 +145,27 @@ var typeOf = func() map[protoreflect.FullName]Type {
 // messages) and returns its log entry bytes: type byte, version byte,
 // deterministic protobuf.
 func Encode(m proto.Message) ([]byte, error) {
-	if m == nil {
-		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
-	}
-	t, ok := typeOf[m.ProtoReflect().Descriptor().FullName()]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s is not a command", ErrBadCommand, m.ProtoReflect().Descriptor().FullName())
+	t, err := commandType(m)
+	if err != nil {
+		return nil, err
 	}
 	if err := commands[t].validate(m); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadCommand, commands[t].name, err)
 	}
 	return encodeTyped(t, m)
+}
+
+// commandType returns the type of a command payload, or ErrBadCommand.
+func commandType(m proto.Message) (Type, error) {
+	if m == nil {
+		return 0, fmt.Errorf("%w: nil command", ErrBadCommand)
+	}
+	name := m.ProtoReflect().Descriptor().FullName()
+	t, ok := typeOf[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s is not a command", ErrBadCommand, name)
+	}
+	return t, nil
 }
 
 // deterministic is how every payload is marshalled.

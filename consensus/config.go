@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -123,34 +124,20 @@ const (
 // EnsureDefaults fills zero fields with their defaults.
 func (c *Config) EnsureDefaults() {
 	d := raft.DefaultConfig()
-	setDur(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
-	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
-	setDur(&c.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, c.HeartbeatTimeout))
-	setDur(&c.CommitTimeout, DefaultCommitTimeout)
-	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
-	setDur(&c.BarrierTimeout, DefaultBarrierTimeout)
-	setDur(&c.ExpiryInterval, DefaultExpiryInterval)
-	if c.MaxCommandBytes == 0 {
-		c.MaxCommandBytes = DefaultMaxCommandBytes
-	}
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = d.SnapshotThreshold
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = d.TrailingLogs
-	}
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	c.ElectionTimeout = cmp.Or(c.ElectionTimeout, DefaultElectionTimeout)
+	c.LeaderLeaseTimeout = cmp.Or(c.LeaderLeaseTimeout, min(DefaultLeaderLeaseTimeout, c.HeartbeatTimeout))
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, DefaultCommitTimeout)
+	c.ApplyTimeout = cmp.Or(c.ApplyTimeout, DefaultApplyTimeout)
+	c.BarrierTimeout = cmp.Or(c.BarrierTimeout, DefaultBarrierTimeout)
+	c.ExpiryInterval = cmp.Or(c.ExpiryInterval, DefaultExpiryInterval)
+	c.MaxCommandBytes = cmp.Or(c.MaxCommandBytes, DefaultMaxCommandBytes)
+	c.SnapshotThreshold = cmp.Or(c.SnapshotThreshold, d.SnapshotThreshold)
+	c.TrailingLogs = cmp.Or(c.TrailingLogs, d.TrailingLogs)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-}
-
-func setDur(p *time.Duration, d time.Duration) {
-	if *p == 0 {
-		*p = d
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 }
 
 // Validate checks the config after EnsureDefaults.

@@ -69,6 +69,16 @@ func (n *Node) ReplaceRank(ctx context.Context, w routing.Worker, events []routi
 	return nil
 }
 
+// applyIndex is ApplyRetry of a command whose one outcome is CodeOK; it
+// returns the entry's index.
+func (n *Node) applyIndex(ctx context.Context, name string, m proto.Message) (uint64, error) {
+	res, err := n.ApplyRetry(ctx, m)
+	if err := resultError(name, res, err); err != nil {
+		return 0, err
+	}
+	return res.GetIndex(), nil
+}
+
 // resultError turns a write's error or non-OK result code into an error.
 func resultError(name string, res *kvrpb.RaftResult, err error) error {
 	if err != nil {

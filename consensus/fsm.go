@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -77,10 +78,7 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	if idx == nil {
 		idx = index.NewExact()
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	f := &FSM{st: st, idx: idx, log: log}
+	f := &FSM{st: st, idx: idx, log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 	if d, ok := st.(durableState); ok {
 		f.openDurable(d)
 	}

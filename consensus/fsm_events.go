@@ -18,12 +18,8 @@ import (
 // coalesces.
 const MaxBatchesPerEntry = 1024
 
-var kvEventsSpec = spec{
-	name: "kv_events",
-	new:  func() proto.Message { return &kvrpb.RaftKVEvents{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.kvEvents(m.(*kvrpb.RaftKVEvents))
-	},
+var kvEventsSpec = typed[*kvrpb.RaftKVEvents]{
+	name: "kv_events", apply: (*FSM).kvEvents, validate: validateKVEvents,
 	applyFast: func(f *FSM, _ uint64, payload []byte) (*kvrpb.RaftResult, bool) {
 		batches, ok := decodeKVEventsFast(payload)
 		if !ok {
@@ -31,9 +27,7 @@ var kvEventsSpec = spec{
 		}
 		return f.applyBatches(batches), true
 	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validateKVEvents(m.(*kvrpb.RaftKVEvents)) },
-}
+}.row()
 
 // validateKVEvents checks every batch as the event plane's decoder does.
 func validateKVEvents(c *kvrpb.RaftKVEvents) error {
@@ -51,7 +45,7 @@ func validateKVEvents(c *kvrpb.RaftKVEvents) error {
 // kvEvents applies every batch to the ownership tables and to the index.
 // A batch that does not decode is skipped whole (the leader validates
 // before proposing, so this only happens across a decoder change).
-func (f *FSM) kvEvents(c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
+func (f *FSM) kvEvents(_ uint64, c *kvrpb.RaftKVEvents) *kvrpb.RaftResult {
 	batches := make([][]routing.Event, len(c.Batches))
 	for i, b := range c.Batches {
 		_, batches[i], _ = wire.BatchEvents(b) // nil when it does not decode
@@ -184,15 +178,10 @@ func (f *FSM) removeBlock(w routing.Worker, eh routing.EngineHash, bit uint8) {
 	f.st.SetTiers(w, seq, t)
 }
 
-var registerWorkerSpec = spec{
-	name: "register_worker",
-	new:  func() proto.Message { return &kvrpb.RaftRegisterWorker{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.registerWorker(m.(*kvrpb.RaftRegisterWorker))
-	},
-	stamp:    func(m proto.Message, t int64) { m.(*kvrpb.RaftRegisterWorker).StampedUnixNanos = t },
-	validate: func(m proto.Message) error { return validateRegister(m.(*kvrpb.RaftRegisterWorker)) },
-}
+var registerWorkerSpec = typed[*kvrpb.RaftRegisterWorker]{
+	name: "register_worker", apply: (*FSM).registerWorker, validate: validateRegister,
+	stamp: func(c *kvrpb.RaftRegisterWorker, t int64) { c.StampedUnixNanos = t },
+}.row()
 
 // MaxPoolBytes bounds a registration's pool name.
 const MaxPoolBytes = 256
@@ -215,7 +204,7 @@ func validateRegister(c *kvrpb.RaftRegisterWorker) error {
 }
 
 // registerWorker records (or replaces) an engine's card.
-func (f *FSM) registerWorker(c *kvrpb.RaftRegisterWorker) *kvrpb.RaftResult {
+func (f *FSM) registerWorker(_ uint64, c *kvrpb.RaftRegisterWorker) *kvrpb.RaftResult {
 	if validateRegister(c) != nil {
 		return result(CodeInvalid)
 	}
@@ -225,15 +214,12 @@ func (f *FSM) registerWorker(c *kvrpb.RaftRegisterWorker) *kvrpb.RaftResult {
 	return counted(1)
 }
 
-var removeWorkerSpec = spec{
+var removeWorkerSpec = typed[*kvrpb.RaftRemoveWorker]{
 	name: "remove_worker",
-	new:  func() proto.Message { return &kvrpb.RaftRemoveWorker{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.removeWorker(routing.WorkerID(m.(*kvrpb.RaftRemoveWorker).EngineId))
+	apply: func(f *FSM, _ uint64, c *kvrpb.RaftRemoveWorker) *kvrpb.RaftResult {
+		return f.removeWorker(routing.WorkerID(c.EngineId))
 	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(proto.Message) error { return nil },
-}
+}.row()
 
 // removeWorker drops an engine's card and every rank's cursor and blocks,
 // in the tables and in the index. Its bindings are left to

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/wire"
@@ -17,18 +15,13 @@ import (
 // millions of empty events.
 const MaxReplaceEvents = 1 << 16
 
-var replaceRankSpec = spec{
-	name: "replace_rank",
-	new:  func() proto.Message { return &kvrpb.RaftReplaceRank{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.replaceRank(m.(*kvrpb.RaftReplaceRank))
-	},
-	stamp: func(proto.Message, int64) {},
-	validate: func(m proto.Message) error {
-		_, err := decodeReplace(m.(*kvrpb.RaftReplaceRank))
+var replaceRankSpec = typed[*kvrpb.RaftReplaceRank]{
+	name: "replace_rank", apply: (*FSM).replaceRank,
+	validate: func(c *kvrpb.RaftReplaceRank) error {
+		_, err := decodeReplace(c)
 		return err
 	},
-}
+}.row()
 
 // decodeReplace converts a chunk's events to routing events of its rank.
 // Snapshot events carry no meaningful id, so ids are not checked; every
@@ -65,7 +58,7 @@ func decodeReplace(c *kvrpb.RaftReplaceRank) ([]routing.Event, error) {
 // subset of them while it is in progress. A chunk that does not decode
 // changes nothing (the leader validates before proposing, so this only
 // happens across a decoder change).
-func (f *FSM) replaceRank(c *kvrpb.RaftReplaceRank) *kvrpb.RaftResult {
+func (f *FSM) replaceRank(_ uint64, c *kvrpb.RaftReplaceRank) *kvrpb.RaftResult {
 	events, err := decodeReplace(c)
 	if err != nil {
 		return result(CodeInvalid)

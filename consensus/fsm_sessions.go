@@ -64,16 +64,10 @@ func liveAt(b *kvrpb.RaftBinding, stamped int64) bool {
 	return stamped < b.IdleDeadlineUnixNanos
 }
 
-var bindSpec = spec{
-	name: "bind_session",
-	new:  func() proto.Message { return &kvrpb.RaftBindSession{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.bind(i, m.(*kvrpb.RaftBindSession))
-	},
-	stamp:      func(m proto.Message, t int64) { m.(*kvrpb.RaftBindSession).StampedUnixNanos = t },
-	validate:   func(m proto.Message) error { return validateBind(m.(*kvrpb.RaftBindSession)) },
-	needsReady: true,
-}
+var bindSpec = typed[*kvrpb.RaftBindSession]{
+	name: "bind_session", apply: (*FSM).bind, validate: validateBind, needsReady: true,
+	stamp: func(c *kvrpb.RaftBindSession, t int64) { c.StampedUnixNanos = t },
+}.row()
 
 // validateBind checks a bind's payload.
 func validateBind(c *kvrpb.RaftBindSession) error {
@@ -133,33 +127,23 @@ func (f *FSM) bind(idx uint64, c *kvrpb.RaftBindSession) *kvrpb.RaftResult {
 	return f.remember(c.RequestId, &kvrpb.RaftResult{Won: true, Binding: proto.CloneOf(b)}, idx)
 }
 
-var touchSpec = spec{
+var touchSpec = typed[*kvrpb.RaftTouchSessions]{
 	name: "touch_sessions",
-	new:  func() proto.Message { return &kvrpb.RaftTouchSessions{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		c := m.(*kvrpb.RaftTouchSessions)
+	apply: func(f *FSM, _ uint64, c *kvrpb.RaftTouchSessions) *kvrpb.RaftResult {
 		return f.keepAlive(c.Sessions, c.StampedUnixNanos, c.IdleTtlNanos, true)
 	},
-	stamp: func(m proto.Message, t int64) { m.(*kvrpb.RaftTouchSessions).StampedUnixNanos = t },
-	validate: func(m proto.Message) error {
-		c := m.(*kvrpb.RaftTouchSessions)
-		return validateKeepAlive(c.Sessions, c.IdleTtlNanos)
-	},
-}
+	stamp:    func(c *kvrpb.RaftTouchSessions, t int64) { c.StampedUnixNanos = t },
+	validate: func(c *kvrpb.RaftTouchSessions) error { return validateKeepAlive(c.Sessions, c.IdleTtlNanos) },
+}.row()
 
-var releaseSpec = spec{
+var releaseSpec = typed[*kvrpb.RaftReleaseSessions]{
 	name: "release_sessions",
-	new:  func() proto.Message { return &kvrpb.RaftReleaseSessions{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		c := m.(*kvrpb.RaftReleaseSessions)
+	apply: func(f *FSM, _ uint64, c *kvrpb.RaftReleaseSessions) *kvrpb.RaftResult {
 		return f.keepAlive(c.Sessions, c.StampedUnixNanos, c.IdleTtlNanos, false)
 	},
-	stamp: func(m proto.Message, t int64) { m.(*kvrpb.RaftReleaseSessions).StampedUnixNanos = t },
-	validate: func(m proto.Message) error {
-		c := m.(*kvrpb.RaftReleaseSessions)
-		return validateKeepAlive(c.Sessions, c.IdleTtlNanos)
-	},
-}
+	stamp:    func(c *kvrpb.RaftReleaseSessions, t int64) { c.StampedUnixNanos = t },
+	validate: func(c *kvrpb.RaftReleaseSessions) error { return validateKeepAlive(c.Sessions, c.IdleTtlNanos) },
+}.row()
 
 // validateKeepAlive checks a touch or release payload.
 func validateKeepAlive(refs []*kvrpb.RaftSessionRef, ttl int64) error {
@@ -191,15 +175,7 @@ func (f *FSM) keepAlive(refs []*kvrpb.RaftSessionRef, stamped, ttl int64, active
 	return counted(n)
 }
 
-var unbindSpec = spec{
-	name: "unbind_session",
-	new:  func() proto.Message { return &kvrpb.RaftUnbindSession{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.unbind(i, m.(*kvrpb.RaftUnbindSession))
-	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validateUnbind(m.(*kvrpb.RaftUnbindSession)) },
-}
+var unbindSpec = typed[*kvrpb.RaftUnbindSession]{name: "unbind_session", apply: (*FSM).unbind, validate: validateUnbind}.row()
 
 // validateUnbind checks an unbind's payload.
 func validateUnbind(c *kvrpb.RaftUnbindSession) error {
@@ -226,20 +202,16 @@ func (f *FSM) unbind(idx uint64, c *kvrpb.RaftUnbindSession) *kvrpb.RaftResult {
 	return f.remember(c.RequestId, counted(1), idx)
 }
 
-var expireSpec = spec{
-	name: "expire_sessions",
-	new:  func() proto.Message { return &kvrpb.RaftExpireSessions{} },
-	apply: func(f *FSM, _ uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.expire(m.(*kvrpb.RaftExpireSessions))
-	},
-	stamp:    func(m proto.Message, t int64) { m.(*kvrpb.RaftExpireSessions).StampedUnixNanos = t },
-	validate: func(m proto.Message) error { return checkRefs(m.(*kvrpb.RaftExpireSessions).Sessions) },
-}
+var expireSpec = typed[*kvrpb.RaftExpireSessions]{
+	name: "expire_sessions", apply: (*FSM).expire,
+	stamp:    func(c *kvrpb.RaftExpireSessions, t int64) { c.StampedUnixNanos = t },
+	validate: func(c *kvrpb.RaftExpireSessions) error { return checkRefs(c.Sessions) },
+}.row()
 
 // expire drops each named binding that is still at its version and whose
 // deadline is not after the stamped time. Every node judges by the
 // stamped time, so every node drops the same bindings.
-func (f *FSM) expire(c *kvrpb.RaftExpireSessions) *kvrpb.RaftResult {
+func (f *FSM) expire(_ uint64, c *kvrpb.RaftExpireSessions) *kvrpb.RaftResult {
 	if checkRefs(c.Sessions) != nil {
 		return result(CodeInvalid)
 	}
@@ -255,17 +227,10 @@ func (f *FSM) expire(c *kvrpb.RaftExpireSessions) *kvrpb.RaftResult {
 	return counted(n)
 }
 
-var invalidateEngineSpec = spec{
-	name: "invalidate_engine",
-	new:  func() proto.Message { return &kvrpb.RaftInvalidateEngine{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.invalidateEngine(i, m.(*kvrpb.RaftInvalidateEngine))
-	},
-	stamp: func(proto.Message, int64) {},
-	validate: func(m proto.Message) error {
-		return checkRequestID(m.(*kvrpb.RaftInvalidateEngine).RequestId)
-	},
-}
+var invalidateEngineSpec = typed[*kvrpb.RaftInvalidateEngine]{
+	name: "invalidate_engine", apply: (*FSM).invalidateEngine,
+	validate: func(c *kvrpb.RaftInvalidateEngine) error { return checkRequestID(c.RequestId) },
+}.row()
 
 // invalidateEngine drops every binding to any rank of the engine.
 func (f *FSM) invalidateEngine(idx uint64, c *kvrpb.RaftInvalidateEngine) *kvrpb.RaftResult {

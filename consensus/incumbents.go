@@ -3,9 +3,6 @@ package consensus
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -53,16 +50,9 @@ func incumbentKeyOf(r *kvrpb.RaftIncumbent) string {
 }
 
 // setIncumbentSpec is the TypeSetIncumbent row of the command table.
-var setIncumbentSpec = spec{
-	name:      "set_incumbent",
-	ignorable: true,
-	new:       func() proto.Message { return &kvrpb.RaftSetIncumbent{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.setIncumbent(i, m.(*kvrpb.RaftSetIncumbent))
-	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validIncumbent(m.(*kvrpb.RaftSetIncumbent)) },
-}
+var setIncumbentSpec = typed[*kvrpb.RaftSetIncumbent]{
+	name: "set_incumbent", apply: (*FSM).setIncumbent, validate: validIncumbent, ignorable: true,
+}.row()
 
 // validIncumbent checks a command before it is proposed.
 func validIncumbent(m *kvrpb.RaftSetIncumbent) error {
@@ -82,7 +72,7 @@ func validIncumbent(m *kvrpb.RaftSetIncumbent) error {
 
 // setIncumbent applies a TypeSetIncumbent entry. Callers hold mu.
 func (f *FSM) setIncumbent(i uint64, m *kvrpb.RaftSetIncumbent) *kvrpb.RaftResult {
-	if r, ok := f.st.Request(m.RequestId); ok && m.RequestId != "" {
+	if r, ok := f.recall(m.RequestId); ok {
 		return r
 	}
 	if m.Unset {
@@ -91,11 +81,7 @@ func (f *FSM) setIncumbent(i uint64, m *kvrpb.RaftSetIncumbent) *kvrpb.RaftResul
 		f.st.PutIncumbent(proto.CloneOf(m.GetIncumbent()))
 	}
 	f.refreshIncumbents()
-	r := &kvrpb.RaftResult{Code: uint32(CodeOK), Index: i}
-	if m.RequestId != "" {
-		f.st.RememberRequest(m.RequestId, r, RememberedRequests)
-	}
-	return r
+	return f.remember(m.RequestId, result(CodeOK), i)
 }
 
 // refreshIncumbents publishes the table as an immutable value for
@@ -119,31 +105,12 @@ func (f *FSM) WorkerSetIncumbents() *Incumbents {
 	return &Incumbents{}
 }
 
-// incumbentRecords encodes the table for snapshots, sorted by set key.
-// Callers hold mu.
-func (f *FSM) incumbentRecords() []*kvrpb.RaftSnapshotRecord {
-	bySet := map[string]*kvrpb.RaftIncumbent{}
-	f.st.Incumbents(func(r *kvrpb.RaftIncumbent) bool { bySet[incumbentKeyOf(r)] = r; return true })
-	out := make([]*kvrpb.RaftSnapshotRecord, 0, len(bySet))
-	for _, k := range slices.Sorted(maps.Keys(bySet)) {
-		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Incumbent{Incumbent: proto.CloneOf(bySet[k])}})
-	}
-	return out
-}
-
 // SetIncumbent records a worker set's incumbent checksum in the DC (with
 // unset, drops the set's record) through the raft log, retrying an
 // indeterminate attempt under the same request id, and returns the
 // entry's index.
 func (n *Node) SetIncumbent(ctx context.Context, requestID string, r *kvrpb.RaftIncumbent, unset bool) (uint64, error) {
-	res, err := n.ApplyRetry(ctx, &kvrpb.RaftSetIncumbent{RequestId: requestID, Incumbent: r, Unset: unset})
-	if err != nil {
-		return 0, err
-	}
-	if Code(res.Code) != CodeOK {
-		return 0, fmt.Errorf("%w: set_incumbent: result code %d", ErrBadCommand, res.Code)
-	}
-	return res.Index, nil
+	return n.applyIndex(ctx, "set_incumbent", &kvrpb.RaftSetIncumbent{RequestId: requestID, Incumbent: r, Unset: unset})
 }
 
 // PutIncumbent implements State.
@@ -153,45 +120,23 @@ func (s *MemState) PutIncumbent(r *kvrpb.RaftIncumbent) { s.incumbents[incumbent
 func (s *MemState) DeleteIncumbent(key string) { delete(s.incumbents, key) }
 
 // Incumbents implements State.
-func (s *MemState) Incumbents(fn func(r *kvrpb.RaftIncumbent) bool) {
-	for _, r := range s.incumbents {
-		if !fn(r) {
-			return
-		}
-	}
-}
+func (s *MemState) Incumbents(fn func(r *kvrpb.RaftIncumbent) bool) { each(s.incumbents, fn) }
 
 // PutIncumbent implements State.
 func (s *StoreState) PutIncumbent(r *kvrpb.RaftIncumbent) {
 	s.MemState.PutIncumbent(r)
-	if bt := s.batch(); bt != nil {
-		v, err := deterministic.Marshal(r)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		bt.PutIncumbent(incumbentKeyOf(r), v)
-	}
+	s.mirrorProto(r, func(bt *store.Batch, v []byte) { bt.PutIncumbent(incumbentKeyOf(r), v) })
 }
 
 // DeleteIncumbent implements State.
 func (s *StoreState) DeleteIncumbent(key string) {
 	s.MemState.DeleteIncumbent(key)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteIncumbent(key)
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteIncumbent(key) })
 }
 
 // loadIncumbents copies the incumbents table into memory.
 func (s *StoreState) loadIncumbents() error {
-	return s.s.ScanIncumbents(func(row store.Incumbent) error {
-		r := &kvrpb.RaftIncumbent{}
-		if err := proto.Unmarshal(row.Value, r); err != nil {
-			return err
-		}
-		s.MemState.PutIncumbent(r)
-		return nil
-	})
+	return s.s.ScanIncumbents(func(row store.Incumbent) error { return unmarshalTo(row.Value, s.MemState.PutIncumbent) })
 }
 
 // resetIncumbents deletes the table's rows from the store. Callers hold

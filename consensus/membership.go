@@ -3,6 +3,8 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -26,18 +28,19 @@ func (n *Node) bootstrap() error {
 
 // AddVoter adds a voting member; it must run on the leader. The peer's
 // forwarding address is recorded on this node.
-func (n *Node) AddVoter(p Peer) error {
-	n.SetPeerAPI(p.ID, p.APIAddr)
-	err := n.raft.AddVoter(raft.ServerID(p.ID), raft.ServerAddress(p.RaftAddr), 0, n.cfg.ApplyTimeout).Error()
-	return membershipError("adding voter", p.ID, err)
-}
+func (n *Node) AddVoter(p Peer) error { return n.addMember(p, "adding voter", n.raft.AddVoter) }
 
 // AddNonvoter adds a member that replicates the log without voting (a
 // read replica, or a voter-to-be catching up); it must run on the leader.
 func (n *Node) AddNonvoter(p Peer) error {
+	return n.addMember(p, "adding nonvoter", n.raft.AddNonvoter)
+}
+
+// addMember records p's forwarding address and adds it with add.
+func (n *Node) addMember(p Peer, op string, add func(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture) error {
 	n.SetPeerAPI(p.ID, p.APIAddr)
-	err := n.raft.AddNonvoter(raft.ServerID(p.ID), raft.ServerAddress(p.RaftAddr), 0, n.cfg.ApplyTimeout).Error()
-	return membershipError("adding nonvoter", p.ID, err)
+	err := add(raft.ServerID(p.ID), raft.ServerAddress(p.RaftAddr), 0, n.cfg.ApplyTimeout).Error()
+	return membershipError(op, p.ID, err)
 }
 
 // RemoveServer removes a member; it must run on the leader. Its
@@ -62,13 +65,8 @@ func (n *Node) forgetPeerAPI(id raft.ServerID) {
 // empty when none is.
 func (n *Node) MemberAt(addr raft.ServerAddress) string {
 	members, err := n.Members()
-	if err != nil {
-		return ""
-	}
-	for _, m := range members {
-		if m.Address == addr {
-			return string(m.ID)
-		}
+	if i := slices.IndexFunc(members, func(m raft.Server) bool { return m.Address == addr }); err == nil && i >= 0 {
+		return string(members[i].ID)
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,10 +186,7 @@ func (r Rejoiner) retry(ctx context.Context, what string, call func(context.Cont
 	if r.Token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, JoinTokenKey, r.Token)
 	}
-	log := r.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(r.Log, slog.New(slog.DiscardHandler))
 	pause := r.Retry
 	if pause <= 0 {
 		pause = time.Second

@@ -72,26 +72,14 @@ func snapshotTerm(hdr *kvrpb.RaftSnapshotHeader, meta *raft.SnapshotMeta) uint64
 
 // readSnapshot parses and verifies a snapshot stream.
 func readSnapshot(r io.Reader) (*kvrpb.RaftSnapshotHeader, []*kvrpb.RaftSnapshotRecord, error) {
-	h := xxh3.New()
-	br := bufio.NewReader(r)
-	tr := &teeByteReader{r: br, h: h}
 	var recs []*kvrpb.RaftSnapshotRecord
-	for {
-		rec, err := readRecord(tr)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: record %d: %w", ErrBadSnapshot, len(recs), err)
-		}
-		if rec == nil {
-			break
-		}
+	err := scanStream(r, func(body []byte) error {
+		rec := &kvrpb.RaftSnapshotRecord{}
 		recs = append(recs, rec)
-	}
-	var sum [8]byte
-	if _, err := io.ReadFull(br, sum[:]); err != nil {
-		return nil, nil, fmt.Errorf("%w: checksum: %w", ErrBadSnapshot, err)
-	}
-	if binary.LittleEndian.Uint64(sum[:]) != h.Sum64() {
-		return nil, nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+		return proto.Unmarshal(body, rec)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(recs) == 0 || recs[0].GetHeader() == nil || recs[0].GetHeader().Format != snapshotFormat {
 		return nil, nil, fmt.Errorf("%w: missing or unknown header", ErrBadSnapshot)
@@ -99,27 +87,49 @@ func readSnapshot(r io.Reader) (*kvrpb.RaftSnapshotHeader, []*kvrpb.RaftSnapshot
 	return recs[0].GetHeader(), recs[1:], nil
 }
 
-// readRecord reads one record; nil at the zero-length terminator.
-func readRecord(tr *teeByteReader) (*kvrpb.RaftSnapshotRecord, error) {
-	n, err := binary.ReadUvarint(tr)
-	if err != nil {
-		return nil, err
+// scanStream reads the length-prefixed records of a snapshot stream up to
+// its zero-length terminator, handing each body to fn (nil skips them),
+// and compares the XXH3-64 trailer with what it read.
+func scanStream(r io.Reader, fn func(body []byte) error) error {
+	tr := &teeByteReader{r: bufio.NewReader(r), h: xxh3.New()}
+	for i := 0; ; i++ {
+		n, err := binary.ReadUvarint(tr)
+		if err == nil && n == 0 {
+			break
+		}
+		if err == nil {
+			err = readBody(tr, n, fn)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: record %d: %w", ErrBadSnapshot, i, err)
+		}
 	}
-	if n == 0 {
-		return nil, nil
+	want := tr.h.Sum64()
+	var sum [8]byte
+	if _, err := io.ReadFull(tr.r, sum[:]); err != nil {
+		return fmt.Errorf("%w: checksum: %w", ErrBadSnapshot, err)
 	}
+	if binary.LittleEndian.Uint64(sum[:]) != want {
+		return fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+	}
+	return nil
+}
+
+// readBody reads a record body of n bytes and hands it to fn, or skips it
+// when fn is nil.
+func readBody(r io.Reader, n uint64, fn func(body []byte) error) error {
 	if n > maxRecordBytes {
-		return nil, fmt.Errorf("record of %d bytes", n)
+		return fmt.Errorf("record of %d bytes", n)
+	}
+	if fn == nil {
+		_, err := io.CopyN(io.Discard, r, int64(n))
+		return err
 	}
 	body := make([]byte, n)
-	if _, err := io.ReadFull(tr, body); err != nil {
-		return nil, err
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
 	}
-	rec := &kvrpb.RaftSnapshotRecord{}
-	if err := proto.Unmarshal(body, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return fn(body)
 }
 
 // teeByteReader hashes what it reads.

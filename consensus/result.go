@@ -25,19 +25,14 @@ const (
 	CodeIgnored Code = 4
 )
 
+// codeNames names the codes for logs.
+var codeNames = [...]string{CodeOK: "ok", CodeConflict: "conflict", CodeInvalid: "invalid",
+	CodeSessionLimit: "session_limit", CodeIgnored: "ignored"}
+
 // String names the code for logs.
 func (c Code) String() string {
-	switch c {
-	case CodeOK:
-		return "ok"
-	case CodeConflict:
-		return "conflict"
-	case CodeInvalid:
-		return "invalid"
-	case CodeSessionLimit:
-		return "session_limit"
-	case CodeIgnored:
-		return "ignored"
+	if uint64(c) < uint64(len(codeNames)) {
+		return codeNames[c]
 	}
 	return "code(?)"
 }

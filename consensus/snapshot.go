@@ -29,29 +29,34 @@ const maxRecordBytes = 64 << 20
 // ids oldest first. Callers hold mu (read or write).
 func (f *FSM) records() []*kvrpb.RaftSnapshotRecord {
 	var out []*kvrpb.RaftSnapshotRecord
-	var bs []*kvrpb.RaftBinding
-	f.st.Sessions(func(b *kvrpb.RaftBinding) bool { bs = append(bs, proto.CloneOf(b)); return true })
-	slices.SortFunc(bs, func(a, b *kvrpb.RaftBinding) int { return cmp.Compare(a.Key, b.Key) })
-	for _, b := range bs {
+	for _, b := range sortedRows(f.st.Sessions, func(b *kvrpb.RaftBinding) string { return b.Key }) {
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Binding{Binding: b}})
 	}
-	var ws []*kvrpb.RaftWorkerRecord
-	f.st.Workers(func(r *kvrpb.RaftWorkerRecord) bool { ws = append(ws, proto.CloneOf(r)); return true })
-	slices.SortFunc(ws, func(a, b *kvrpb.RaftWorkerRecord) int {
-		return cmp.Compare(a.GetCard().GetEngineId(), b.GetCard().GetEngineId())
-	})
-	for _, w := range ws {
+	for _, w := range sortedRows(f.st.Workers, func(r *kvrpb.RaftWorkerRecord) uint64 { return r.GetCard().GetEngineId() }) {
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Worker{Worker: w}})
 	}
 	out = append(out, f.rankRecords()...)
-	out = append(out, f.thresholdRecords()...)
-	out = append(out, f.incumbentRecords()...)
+	for _, t := range sortedRows(f.st.Thresholds, func(t *kvrpb.RaftThresholds) string { return t.Model }) {
+		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Thresholds{Thresholds: t}})
+	}
+	for _, r := range sortedRows(f.st.Incumbents, incumbentKeyOf) {
+		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Incumbent{Incumbent: r}})
+	}
 	f.st.Requests(func(id string, r *kvrpb.RaftResult) bool {
 		rec := &kvrpb.RaftRequestRecord{RequestId: id, Result: proto.CloneOf(r)}
 		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Request{Request: rec}})
 		return true
 	})
 	return out
+}
+
+// sortedRows returns copies of the rows of one table (each lists them),
+// sorted by key.
+func sortedRows[M proto.Message, K cmp.Ordered](each func(func(M) bool), key func(M) K) []M {
+	var rows []M
+	each(func(m M) bool { rows = append(rows, proto.CloneOf(m)); return true })
+	slices.SortFunc(rows, func(a, b M) int { return cmp.Compare(key(a), key(b)) })
+	return rows
 }
 
 // rankRecords encodes every rank's cursor and blocks, sorted.

@@ -1,8 +1,6 @@
 package consensus
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/zeebo/xxh3"
 
 	"github.com/kvrouter/kvrouter/store"
 )
@@ -136,38 +133,7 @@ func verifySnapshot(snaps raft.SnapshotStore, id string) error {
 		return err
 	}
 	defer rc.Close()
-	return verifyStream(rc)
-}
-
-// verifyStream walks the length-prefixed records of a snapshot stream and
-// compares the XXH3-64 trailer with what it read.
-func verifyStream(r io.Reader) error {
-	h := xxh3.New()
-	tr := &teeByteReader{r: bufio.NewReader(r), h: h}
-	for {
-		size, err := binary.ReadUvarint(tr)
-		if err != nil {
-			return fmt.Errorf("%w: record length: %w", ErrBadSnapshot, err)
-		}
-		if size == 0 {
-			break
-		}
-		if size > maxRecordBytes {
-			return fmt.Errorf("%w: record of %d bytes", ErrBadSnapshot, size)
-		}
-		if _, err := io.CopyN(io.Discard, tr, int64(size)); err != nil {
-			return fmt.Errorf("%w: record body: %w", ErrBadSnapshot, err)
-		}
-	}
-	want := h.Sum64()
-	var sum [8]byte
-	if _, err := io.ReadFull(tr.r, sum[:]); err != nil {
-		return fmt.Errorf("%w: checksum: %w", ErrBadSnapshot, err)
-	}
-	if binary.LittleEndian.Uint64(sum[:]) != want {
-		return fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
-	}
-	return nil
+	return scanStream(rc, nil)
 }
 
 // snapshotCorrupt reports a corrupt snapshot and sets it aside; running

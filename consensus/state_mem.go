@@ -23,13 +23,7 @@ func (s *MemState) DeleteSession(key string) { delete(s.sessions, key) }
 func (s *MemState) NumSessions() int { return len(s.sessions) }
 
 // Sessions implements State.
-func (s *MemState) Sessions(fn func(*kvrpb.RaftBinding) bool) {
-	for _, b := range s.sessions {
-		if !fn(b) {
-			return
-		}
-	}
-}
+func (s *MemState) Sessions(fn func(*kvrpb.RaftBinding) bool) { each(s.sessions, fn) }
 
 // Worker implements State.
 func (s *MemState) Worker(id routing.WorkerID) (*kvrpb.RaftWorkerRecord, bool) {
@@ -46,13 +40,7 @@ func (s *MemState) PutWorker(r *kvrpb.RaftWorkerRecord) {
 func (s *MemState) DeleteWorker(id routing.WorkerID) { delete(s.workers, id) }
 
 // Workers implements State.
-func (s *MemState) Workers(fn func(*kvrpb.RaftWorkerRecord) bool) {
-	for _, r := range s.workers {
-		if !fn(r) {
-			return
-		}
-	}
-}
+func (s *MemState) Workers(fn func(*kvrpb.RaftWorkerRecord) bool) { each(s.workers, fn) }
 
 // find returns w's state, if any, through the cache.
 func (s *MemState) find(w routing.Worker) (*rankState, bool) {
@@ -195,6 +183,15 @@ func (s *MemState) RememberRequest(id string, r *kvrpb.RaftResult, max int) {
 func (s *MemState) Requests(fn func(string, *kvrpb.RaftResult) bool) {
 	for _, id := range s.order[s.head:] {
 		if !fn(id, s.reqs[id]) {
+			return
+		}
+	}
+}
+
+// each calls fn for every value of m until fn returns false.
+func each[K comparable, V any](m map[K]V, fn func(V) bool) {
+	for _, v := range m {
+		if !fn(v) {
 			return
 		}
 	}

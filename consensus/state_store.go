@@ -127,44 +127,51 @@ func (s *StoreState) Close() {
 	}
 }
 
+// mirror hands fn the open batch, unless mirroring stopped.
+func (s *StoreState) mirror(fn func(bt *store.Batch)) {
+	if bt := s.batch(); bt != nil {
+		fn(bt)
+	}
+}
+
+// mirrorProto hands put the open batch and m's deterministic protobuf
+// encoding, unless mirroring stopped; a failed encoding stops it.
+func (s *StoreState) mirrorProto(m proto.Message, put func(bt *store.Batch, v []byte)) {
+	bt := s.batch()
+	if bt == nil {
+		return
+	}
+	v, err := deterministic.Marshal(m)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	put(bt, v)
+}
+
 // PutSession implements State.
 func (s *StoreState) PutSession(b *kvrpb.RaftBinding) {
 	s.MemState.PutSession(b)
-	if bt := s.batch(); bt != nil {
-		bt.PutSession(toStoreSession(b))
-	}
+	s.mirror(func(bt *store.Batch) { bt.PutSession(toStoreSession(b)) })
 }
 
 // DeleteSession implements State.
 func (s *StoreState) DeleteSession(key string) {
 	s.MemState.DeleteSession(key)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteSession(key)
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteSession(key) })
 }
 
 // PutWorker implements State. The record is stored as its deterministic
 // protobuf encoding.
 func (s *StoreState) PutWorker(r *kvrpb.RaftWorkerRecord) {
 	s.MemState.PutWorker(r)
-	bt := s.batch()
-	if bt == nil {
-		return
-	}
-	card, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
-	if err != nil {
-		s.fail(err)
-		return
-	}
-	bt.PutWorker(r.GetCard().GetEngineId(), card)
+	s.mirrorProto(r, func(bt *store.Batch, card []byte) { bt.PutWorker(r.GetCard().GetEngineId(), card) })
 }
 
 // DeleteWorker implements State.
 func (s *StoreState) DeleteWorker(id routing.WorkerID) {
 	s.MemState.DeleteWorker(id)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteWorker(uint64(id))
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteWorker(uint64(id)) })
 }
 
 // fail stops mirroring after err, abandoning the open batch.

@@ -18,14 +18,20 @@ func (s *StoreState) loadSessions() error {
 
 // loadWorkers decodes the worker table into memory.
 func (s *StoreState) loadWorkers() error {
-	return s.s.ScanWorkers(func(c store.WorkerCard) error {
-		r := &kvrpb.RaftWorkerRecord{}
-		if err := proto.Unmarshal(c.Card, r); err != nil {
-			return err
-		}
-		s.MemState.PutWorker(r)
-		return nil
-	})
+	return s.s.ScanWorkers(func(c store.WorkerCard) error { return unmarshalTo(c.Card, s.MemState.PutWorker) })
+}
+
+// unmarshalTo decodes v into a new message of type P and hands it to put.
+func unmarshalTo[M any, P interface {
+	*M
+	proto.Message
+}](v []byte, put func(P)) error {
+	m := P(new(M))
+	if err := proto.Unmarshal(v, m); err != nil {
+		return err
+	}
+	put(m)
+	return nil
 }
 
 // loadRanks copies the cursor, engine block and ownership tables.

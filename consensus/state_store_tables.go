@@ -1,8 +1,6 @@
 package consensus
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/store"
@@ -20,58 +18,59 @@ func (s *StoreState) ensureCursor(bt *store.Batch, w routing.Worker) {
 // SetCursor implements State.
 func (s *StoreState) SetCursor(w routing.Worker, id uint64) {
 	s.MemState.SetCursor(w, id)
-	if bt := s.batch(); bt != nil {
-		bt.PutCursor(uint64(w.ID), w.Rank, id)
-	}
+	s.mirror(func(bt *store.Batch) { bt.PutCursor(uint64(w.ID), w.Rank, id) })
 }
 
 // PutBlock implements State.
 func (s *StoreState) PutBlock(w routing.Worker, eh routing.EngineHash, seq routing.SeqHash) {
-	if bt := s.batch(); bt != nil {
+	s.mirror(func(bt *store.Batch) {
 		s.ensureCursor(bt, w)
 		bt.PutEngineBlock(uint64(w.ID), w.Rank, uint64(eh), uint64(seq))
-	}
+	})
 	s.MemState.PutBlock(w, eh, seq)
 }
 
 // DeleteBlock implements State.
 func (s *StoreState) DeleteBlock(w routing.Worker, eh routing.EngineHash) {
 	s.MemState.DeleteBlock(w, eh)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteEngineBlock(uint64(w.ID), w.Rank, uint64(eh))
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteEngineBlock(uint64(w.ID), w.Rank, uint64(eh)) })
 }
 
 // SetTiers implements State.
 func (s *StoreState) SetTiers(w routing.Worker, seq routing.SeqHash, tiers uint8) {
-	if bt := s.batch(); bt != nil {
+	s.mirror(func(bt *store.Batch) {
 		if tiers == 0 {
 			bt.DeleteOwner(uint64(w.ID), w.Rank, uint64(seq))
 		} else {
 			s.ensureCursor(bt, w)
 			bt.PutOwner(uint64(w.ID), w.Rank, uint64(seq), store.TierMask(tiers))
 		}
-	}
+	})
 	s.MemState.SetTiers(w, seq, tiers)
 }
 
 // ClearRank implements State.
 func (s *StoreState) ClearRank(w routing.Worker) {
 	s.MemState.ClearRank(w)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteOwnersOfRank(uint64(w.ID), w.Rank)
-		bt.DeleteEngineBlocksOfRank(uint64(w.ID), w.Rank)
-	}
+	s.mirror(func(bt *store.Batch) { clearRankRows(bt, w) })
 }
 
 // DropRank implements State.
 func (s *StoreState) DropRank(w routing.Worker) {
 	s.MemState.DropRank(w)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteOwnersOfRank(uint64(w.ID), w.Rank)
-		bt.DeleteEngineBlocksOfRank(uint64(w.ID), w.Rank)
-		bt.DeleteCursor(uint64(w.ID), w.Rank)
-	}
+	s.mirror(func(bt *store.Batch) { dropRankRows(bt, w) })
+}
+
+// clearRankRows deletes a rank's ownership and engine block rows.
+func clearRankRows(bt *store.Batch, w routing.Worker) {
+	bt.DeleteOwnersOfRank(uint64(w.ID), w.Rank)
+	bt.DeleteEngineBlocksOfRank(uint64(w.ID), w.Rank)
+}
+
+// dropRankRows deletes every row of a rank, its cursor included.
+func dropRankRows(bt *store.Batch, w routing.Worker) {
+	clearRankRows(bt, w)
+	bt.DeleteCursor(uint64(w.ID), w.Rank)
 }
 
 // RememberRequest implements State. The store's FIFO gets the next
@@ -82,29 +81,22 @@ func (s *StoreState) RememberRequest(id string, r *kvrpb.RaftResult, max int) {
 		return
 	}
 	s.MemState.RememberRequest(id, r, max)
-	bt := s.batch()
-	if bt == nil {
-		return
-	}
-	res, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
-	if err != nil {
-		s.fail(err)
-		return
-	}
-	bt.PutRequest(s.nextSeq, id, res)
-	s.pushReq(storedReq{seq: s.nextSeq, id: id})
-	for s.head < len(s.fifo) {
-		old := s.fifo[s.head]
-		if _, ok := s.MemState.Request(old.id); ok {
-			break
+	s.mirrorProto(r, func(bt *store.Batch, res []byte) {
+		bt.PutRequest(s.nextSeq, id, res)
+		s.pushReq(storedReq{seq: s.nextSeq, id: id})
+		for s.head < len(s.fifo) {
+			old := s.fifo[s.head]
+			if _, ok := s.MemState.Request(old.id); ok {
+				break
+			}
+			bt.DeleteRequest(old.seq, old.id)
+			s.head++
 		}
-		bt.DeleteRequest(old.seq, old.id)
-		s.head++
-	}
-	if s.head > len(s.fifo)/2 {
-		s.fifo = append([]storedReq(nil), s.fifo[s.head:]...)
-		s.head = 0
-	}
+		if s.head > len(s.fifo)/2 {
+			s.fifo = append([]storedReq(nil), s.fifo[s.head:]...)
+			s.head = 0
+		}
+	})
 }
 
 // pushReq appends to the FIFO mirror and advances the sequence.
@@ -122,12 +114,7 @@ func (s *StoreState) Reset() {
 			bt.DeleteWorker(r.GetCard().GetEngineId())
 			return true
 		})
-		s.MemState.Ranks(func(w routing.Worker, _ uint64) bool {
-			bt.DeleteOwnersOfRank(uint64(w.ID), w.Rank)
-			bt.DeleteEngineBlocksOfRank(uint64(w.ID), w.Rank)
-			bt.DeleteCursor(uint64(w.ID), w.Rank)
-			return true
-		})
+		s.MemState.Ranks(func(w routing.Worker, _ uint64) bool { dropRankRows(bt, w); return true })
 		for _, r := range s.fifo[s.head:] {
 			bt.DeleteRequest(r.seq, r.id)
 		}

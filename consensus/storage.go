@@ -3,6 +3,7 @@ package consensus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -50,14 +51,7 @@ func newStorageHealth(deps Deps) storageHealth {
 }
 
 // full reports whether any store found its disk full at its last write.
-func (h storageHealth) full() bool {
-	for _, s := range h.stores {
-		if s.DiskFull() {
-			return true
-		}
-	}
-	return false
-}
+func (h storageHealth) full() bool { return slices.ContainsFunc(h.stores, diskReporter.DiskFull) }
 
 // DiskFull reports whether one of the node's stores refuses writes for
 // lack of space.

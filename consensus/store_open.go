@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,12 +30,10 @@ func OpenDurableState(opts store.Options, log *slog.Logger) (fs *store.FSMStore,
 	if err == nil || !isCorrupt(err) {
 		return fs, st, false, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if opts.Observer != nil && !pebble.IsCorruptionError(err) {
 		// Pebble's own checksum failures were reported by the store.
-		opts.Observer.Corruption(storeName(opts), "table")
+		opts.Observer.Corruption(cmp.Or(opts.Name, "fsm"), "table") // store.OpenFSM's label
 	}
 	aside, serr := setAsideStore(opts)
 	log.Error("corrupt FSM store detected by checksum; set aside, rebuilding from the log, snapshots and peers",
@@ -80,12 +79,4 @@ func setAsideStore(opts store.Options) (string, error) {
 		return aside, nil
 	}
 	return "", fmt.Errorf("consensus: setting %s aside: 99 earlier copies are in the way", opts.Dir)
-}
-
-// storeName is the Observer label of an FSM store.
-func storeName(opts store.Options) string {
-	if opts.Name != "" {
-		return opts.Name
-	}
-	return "fsm"
 }

@@ -3,10 +3,7 @@ package consensus
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"math"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -37,16 +34,9 @@ type thresholdTable interface {
 var errThresholds = errors.New("thresholds: a model of 1..512 bytes and values in range are required")
 
 // setThresholdsSpec is the TypeSetThresholds row of the command table.
-var setThresholdsSpec = spec{
-	name:      "set_thresholds",
-	ignorable: true,
-	new:       func() proto.Message { return &kvrpb.RaftSetThresholds{} },
-	apply: func(f *FSM, i uint64, m proto.Message) *kvrpb.RaftResult {
-		return f.setThresholds(i, m.(*kvrpb.RaftSetThresholds))
-	},
-	stamp:    func(proto.Message, int64) {},
-	validate: func(m proto.Message) error { return validThresholds(m.(*kvrpb.RaftSetThresholds)) },
-}
+var setThresholdsSpec = typed[*kvrpb.RaftSetThresholds]{
+	name: "set_thresholds", apply: (*FSM).setThresholds, validate: validThresholds, ignorable: true,
+}.row()
 
 // validThresholds checks a command before it is proposed.
 func validThresholds(m *kvrpb.RaftSetThresholds) error {
@@ -72,7 +62,7 @@ func validThresholds(m *kvrpb.RaftSetThresholds) error {
 
 // setThresholds applies a TypeSetThresholds entry. Callers hold mu.
 func (f *FSM) setThresholds(i uint64, m *kvrpb.RaftSetThresholds) *kvrpb.RaftResult {
-	if r, ok := f.st.Request(m.RequestId); ok && m.RequestId != "" {
+	if r, ok := f.recall(m.RequestId); ok {
 		return r
 	}
 	t := m.GetThresholds()
@@ -82,11 +72,7 @@ func (f *FSM) setThresholds(i uint64, m *kvrpb.RaftSetThresholds) *kvrpb.RaftRes
 		f.st.PutThreshold(proto.CloneOf(t))
 	}
 	f.refreshThresholds()
-	r := &kvrpb.RaftResult{Code: uint32(CodeOK), Index: i}
-	if m.RequestId != "" {
-		f.st.RememberRequest(m.RequestId, r, RememberedRequests)
-	}
-	return r
+	return f.remember(m.RequestId, result(CodeOK), i)
 }
 
 // refreshThresholds publishes the table as an immutable map for
@@ -108,35 +94,11 @@ func (f *FSM) RuntimeThresholds(model string) (*kvrpb.RaftThresholds, bool) {
 	return t, ok
 }
 
-// thresholdRecords encodes the table for snapshots, sorted by model.
-// Callers hold mu.
-func (f *FSM) thresholdRecords() []*kvrpb.RaftSnapshotRecord {
-	byModel := map[string]*kvrpb.RaftThresholds{}
-	f.st.Thresholds(func(t *kvrpb.RaftThresholds) bool { byModel[t.Model] = t; return true })
-	models := sortedModels(byModel)
-	out := make([]*kvrpb.RaftSnapshotRecord, 0, len(models))
-	for _, m := range models {
-		out = append(out, &kvrpb.RaftSnapshotRecord{Record: &kvrpb.RaftSnapshotRecord_Thresholds{Thresholds: proto.CloneOf(byModel[m])}})
-	}
-	return out
-}
-
-func sortedModels(m map[string]*kvrpb.RaftThresholds) []string {
-	return slices.Sorted(maps.Keys(m))
-}
-
 // SetThresholds replaces a model's runtime thresholds in the DC (with
 // unset, drops them) through the raft log, retrying an indeterminate
 // attempt under the same request id, and returns the entry's index.
 func (n *Node) SetThresholds(ctx context.Context, requestID string, t *kvrpb.RaftThresholds, unset bool) (uint64, error) {
-	r, err := n.ApplyRetry(ctx, &kvrpb.RaftSetThresholds{RequestId: requestID, Thresholds: t, Unset: unset})
-	if err != nil {
-		return 0, err
-	}
-	if Code(r.Code) != CodeOK {
-		return 0, fmt.Errorf("%w: set_thresholds: result code %d", ErrBadCommand, r.Code)
-	}
-	return r.Index, nil
+	return n.applyIndex(ctx, "set_thresholds", &kvrpb.RaftSetThresholds{RequestId: requestID, Thresholds: t, Unset: unset})
 }
 
 // Threshold implements State.
@@ -152,45 +114,23 @@ func (s *MemState) PutThreshold(t *kvrpb.RaftThresholds) { s.thresholds[t.Model]
 func (s *MemState) DeleteThreshold(model string) { delete(s.thresholds, model) }
 
 // Thresholds implements State.
-func (s *MemState) Thresholds(fn func(t *kvrpb.RaftThresholds) bool) {
-	for _, t := range s.thresholds {
-		if !fn(t) {
-			return
-		}
-	}
-}
+func (s *MemState) Thresholds(fn func(t *kvrpb.RaftThresholds) bool) { each(s.thresholds, fn) }
 
 // PutThreshold implements State.
 func (s *StoreState) PutThreshold(t *kvrpb.RaftThresholds) {
 	s.MemState.PutThreshold(t)
-	if bt := s.batch(); bt != nil {
-		v, err := deterministic.Marshal(t)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		bt.PutThreshold(t.Model, v)
-	}
+	s.mirrorProto(t, func(bt *store.Batch, v []byte) { bt.PutThreshold(t.Model, v) })
 }
 
 // DeleteThreshold implements State.
 func (s *StoreState) DeleteThreshold(model string) {
 	s.MemState.DeleteThreshold(model)
-	if bt := s.batch(); bt != nil {
-		bt.DeleteThreshold(model)
-	}
+	s.mirror(func(bt *store.Batch) { bt.DeleteThreshold(model) })
 }
 
 // loadThresholds copies the thresholds table into memory.
 func (s *StoreState) loadThresholds() error {
-	return s.s.ScanThresholds(func(row store.Threshold) error {
-		t := &kvrpb.RaftThresholds{}
-		if err := proto.Unmarshal(row.Value, t); err != nil {
-			return err
-		}
-		s.MemState.PutThreshold(t)
-		return nil
-	})
+	return s.s.ScanThresholds(func(row store.Threshold) error { return unmarshalTo(row.Value, s.MemState.PutThreshold) })
 }
 
 // resetThresholds deletes the table's rows from the store. Callers hold

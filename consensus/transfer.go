@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -63,10 +64,5 @@ func (n *Node) TransferLeadership(ctx context.Context) (string, error) {
 
 // hasOtherVoter reports whether servers hold a voter other than self.
 func hasOtherVoter(servers []raft.Server, self string) bool {
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter && string(s.ID) != self {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(servers, func(s raft.Server) bool { return s.Suffrage == raft.Voter && string(s.ID) != self })
 }

@@ -114,23 +114,32 @@ func sendSnapshot(stream grpc.ServerStreamingServer[kvrpb.OwnershipWatchMessage]
 // marked.
 func SnapshotChunks(snap OwnershipSnapshot, maxHashes int) []*kvrpb.OwnershipSnapshotChunk {
 	maxHashes = max(maxHashes, 1)
-	cur := &kvrpb.OwnershipSnapshotChunk{Index: snap.Index}
-	out := []*kvrpb.OwnershipSnapshotChunk{cur}
+	out := []*kvrpb.OwnershipSnapshotChunk{{Index: snap.Index}}
 	room := maxHashes
+	// take returns the chunk the next of n hashes go to and how many of
+	// them it has room for, starting a chunk when the last one is full.
+	take := func(n int) (*kvrpb.OwnershipSnapshotChunk, int) {
+		if room == 0 {
+			out, room = append(out, &kvrpb.OwnershipSnapshotChunk{Index: snap.Index, Seq: uint32(len(out))}), maxHashes
+		}
+		k := min(room, n)
+		room -= k
+		return out[len(out)-1], k
+	}
 	for _, r := range snap.Ranks {
 		for hs := r.Hashes; len(hs) > 0; {
-			if room == 0 {
-				cur = &kvrpb.OwnershipSnapshotChunk{Index: snap.Index, Seq: uint32(len(out))}
-				out, room = append(out, cur), maxHashes
-			}
-			n := min(room, len(hs))
-			cur.Ranks = append(cur.Ranks, &kvrpb.OwnershipRank{
+			c, n := take(len(hs))
+			c.Ranks = append(c.Ranks, &kvrpb.OwnershipRank{
 				EngineId: uint64(r.Worker.ID), Rank: r.Worker.Rank, Hashes: seqsToWire(hs[:n]),
 			})
-			hs, room = hs[n:], room-n
+			hs = hs[n:]
 		}
 	}
-	out = appendSessionChunks(out, snap.Index, snap.Sessions, room, maxHashes)
+	for hs := snap.Sessions; len(hs) > 0; {
+		c, n := take(len(hs))
+		c.Sessions = append(c.Sessions, hs[:n]...)
+		hs = hs[n:]
+	}
 	out[len(out)-1].Last = true
 	return out
 }

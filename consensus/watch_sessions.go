@@ -23,24 +23,24 @@ import (
 
 // sessionBound records that the entry bound key, absent before.
 func (l *OwnershipLog) sessionBound(key string) {
-	h := kvrpb.SessionKeyHash(key)
-	if i := slices.Index(l.pendUnbound, h); i >= 0 {
-		// Unbound and bound again within one entry: no net change.
-		l.pendUnbound = slices.Delete(l.pendUnbound, i, i+1)
-		return
-	}
-	l.pendBound = append(l.pendBound, h)
+	l.pendBound, l.pendUnbound = noteSession(l.pendBound, l.pendUnbound, key)
 }
 
 // sessionUnbound records that the entry dropped key's binding.
 func (l *OwnershipLog) sessionUnbound(key string) {
+	l.pendUnbound, l.pendBound = noteSession(l.pendUnbound, l.pendBound, key)
+}
+
+// noteSession adds key's hash to the entry's changes of one kind (to),
+// unless it undoes a change of the opposite kind (from) within the entry,
+// which is then dropped: bound and unbound within one entry (or the
+// reverse) is no net change.
+func noteSession(to, from []uint64, key string) ([]uint64, []uint64) {
 	h := kvrpb.SessionKeyHash(key)
-	if i := slices.Index(l.pendBound, h); i >= 0 {
-		// Bound and dropped within one entry: no net change.
-		l.pendBound = slices.Delete(l.pendBound, i, i+1)
-		return
+	if i := slices.Index(from, h); i >= 0 {
+		return to, slices.Delete(from, i, i+1)
 	}
-	l.pendUnbound = append(l.pendUnbound, h)
+	return append(to, h), from
 }
 
 // sealSessions moves the entry's session changes into b, as exact-size
@@ -66,22 +66,5 @@ func (f *FSM) sessionHashes() []uint64 {
 		out = append(out, kvrpb.SessionKeyHash(b.Key))
 		return true
 	})
-	return out
-}
-
-// appendSessionChunks adds sessions to the chunk list of a snapshot, in
-// chunks of at most maxHashes hashes counting the ranks' hashes already
-// in the last chunk (room).
-func appendSessionChunks(out []*kvrpb.OwnershipSnapshotChunk, index uint64, sessions []uint64, room, maxHashes int) []*kvrpb.OwnershipSnapshotChunk {
-	cur := out[len(out)-1]
-	for hs := sessions; len(hs) > 0; {
-		if room == 0 {
-			cur = &kvrpb.OwnershipSnapshotChunk{Index: index, Seq: uint32(len(out))}
-			out, room = append(out, cur), maxHashes
-		}
-		n := min(room, len(hs))
-		cur.Sessions = append(cur.Sessions, hs[:n]...)
-		hs, room = hs[n:], room-n
-	}
 	return out
 }

@@ -39,7 +39,8 @@ func (b *Batch) record(err error) {
 	}
 }
 
-// set writes key=val unless the batch already failed.
+// set writes key=val unless the batch already failed, so a Put records
+// its argument's error and calls set, which then writes nothing.
 func (b *Batch) set(key, val []byte) {
 	if b.err == nil {
 		b.record(b.b.Set(key, val, nil))
@@ -65,7 +66,6 @@ func (b *Batch) delRange(lo, hi []byte) {
 func (b *Batch) PutOwner(worker uint64, rank uint32, hash uint64, tiers TierMask) {
 	if tiers == 0 {
 		b.record(fmt.Errorf("%w: empty tier mask for block %x", ErrInvalidArgument, hash))
-		return
 	}
 	b.set(ownerKey(worker, rank, hash), []byte{byte(tiers)})
 }
@@ -78,20 +78,18 @@ func (b *Batch) DeleteOwner(worker uint64, rank uint32, hash uint64) {
 // DeleteOwnersOfRank drops every block of one rank (an engine's "all blocks
 // cleared" event) with a single range tombstone.
 func (b *Batch) DeleteOwnersOfRank(worker uint64, rank uint32) {
-	b.delRange(ownerRange(worker, rank))
+	b.delRange(rankRange(tableOwner, worker, rank))
 }
 
 // DeleteOwnersOfWorker drops every block of every rank of an engine.
 func (b *Batch) DeleteOwnersOfWorker(worker uint64) {
-	lo := binary.BigEndian.AppendUint64([]byte{tableOwner}, worker)
-	b.delRange(lo, successor(lo))
+	b.delRange(workerRange(tableOwner, worker))
 }
 
 // PutWorker stores an engine's card.
 func (b *Batch) PutWorker(worker uint64, card []byte) {
 	if len(card) > MaxCardBytes {
 		b.record(fmt.Errorf("%w: card of %d bytes (max %d)", ErrInvalidArgument, len(card), MaxCardBytes))
-		return
 	}
 	b.set(workerKey(worker), card)
 }
@@ -109,10 +107,7 @@ func (b *Batch) DeleteCursor(worker uint64, rank uint32) { b.del(cursorKey(worke
 
 // PutSession stores a binding under s.Key.
 func (b *Batch) PutSession(s Session) {
-	if err := s.validate(); err != nil {
-		b.record(err)
-		return
-	}
+	b.record(s.validate())
 	b.set(sessionKey(s.Key), encodeSession(&s))
 }
 

@@ -30,25 +30,19 @@ func (b *Batch) DeleteEngineBlock(worker uint64, rank uint32, engineHash uint64)
 // DeleteEngineBlocksOfRank drops every engine block id of one rank with a
 // single range tombstone.
 func (b *Batch) DeleteEngineBlocksOfRank(worker uint64, rank uint32) {
-	b.delRange(engineRange(worker, rank))
+	b.delRange(rankRange(tableEngine, worker, rank))
 }
 
 // DeleteEngineBlocksOfWorker drops every engine block id of every rank of
 // an engine with a single range tombstone.
 func (b *Batch) DeleteEngineBlocksOfWorker(worker uint64) {
-	lo := binary.BigEndian.AppendUint64([]byte{tableEngine}, worker)
-	b.delRange(lo, successor(lo))
+	b.delRange(workerRange(tableEngine, worker))
 }
 
 // EngineBlock returns the sequence hash a rank's engine block id names, or
 // ErrNotFound.
 func (s *FSMStore) EngineBlock(worker uint64, rank uint32, engineHash uint64) (uint64, error) {
-	k := engineKey(worker, rank, engineHash)
-	v, err := s.lookup(k)
-	if err != nil {
-		return 0, err
-	}
-	e, err := decodeEngineBlock(k, v)
+	e, err := lookup(s, engineKey(worker, rank, engineHash), decodeEngineBlock)
 	return e.Seq, err
 }
 
@@ -61,7 +55,7 @@ func (s *FSMStore) ScanEngineBlocks(fn func(EngineBlock) error) error {
 
 // ScanEngineBlocksOfRank calls fn for every engine block id of one rank.
 func (s *FSMStore) ScanEngineBlocksOfRank(worker uint64, rank uint32, fn func(EngineBlock) error) error {
-	lo, hi := engineRange(worker, rank)
+	lo, hi := rankRange(tableEngine, worker, rank)
 	return scanTable(s, lo, hi, decodeEngineBlock, fn)
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -36,9 +37,7 @@ func OpenFSM(opts Options) (*FSMStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
-	if o.Name == "" {
-		o.Name = "fsm"
-	}
+	o.Name = cmp.Or(o.Name, "fsm")
 	id, err := readLive(o.FS, o.Dir)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,5 @@
 package store
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
-
 // MaxSetKeyBytes bounds a worker set's key in the incumbents table: five
 // short names (namespace, component, endpoint, model, worker type).
 const MaxSetKeyBytes = 2048
@@ -18,24 +13,11 @@ type Incumbent struct {
 }
 
 // incumbentKey encodes 'i' ‖ set key bytes.
-func incumbentKey(set string) []byte {
-	return append([]byte{tableIncumbent}, set...)
-}
-
-// checkSetKey refuses a set key the table cannot key.
-func checkSetKey(set string) error {
-	if set == "" || len(set) > MaxSetKeyBytes || !utf8.ValidString(set) {
-		return fmt.Errorf("%w: set key of %d bytes (want 1..%d, UTF-8)", ErrInvalidArgument, len(set), MaxSetKeyBytes)
-	}
-	return nil
-}
+func incumbentKey(set string) []byte { return append([]byte{tableIncumbent}, set...) }
 
 // PutIncumbent stores a worker set's incumbent.
 func (b *Batch) PutIncumbent(set string, value []byte) {
-	if err := checkSetKey(set); err != nil {
-		b.record(err)
-		return
-	}
+	b.record(checkName("set key", set, MaxSetKeyBytes))
 	b.set(incumbentKey(set), value)
 }
 
@@ -51,8 +33,6 @@ func (s *FSMStore) ScanIncumbents(fn func(Incumbent) error) error {
 
 // decodeIncumbent decodes an incumbents row.
 func decodeIncumbent(k, v []byte) (Incumbent, error) {
-	if len(k) < 2 || k[0] != tableIncumbent {
-		return Incumbent{}, fmt.Errorf("%w: incumbent key %x", ErrCorrupt, k)
-	}
-	return Incumbent{Set: string(k[1:]), Value: append([]byte(nil), v...)}, nil
+	set, value, err := decodeNamed(tableIncumbent, "incumbent", k, v)
+	return Incumbent{Set: set, Value: value}, err
 }

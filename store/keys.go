@@ -49,12 +49,7 @@ func prefixBounds(p byte) (lower, upper []byte) {
 
 // logKey encodes 'l' ‖ BE64(index); big-endian makes byte order equal
 // numeric order, so iteration walks the log in index order.
-func logKey(index uint64) []byte {
-	k := make([]byte, logKeyLen)
-	k[0] = prefixLog
-	binary.BigEndian.PutUint64(k[1:], index)
-	return k
-}
+func logKey(index uint64) []byte { return u64Key(prefixLog, index) }
 
 // parseLogKey decodes a log key; a wrong length is corruption.
 func parseLogKey(k []byte) (uint64, error) {
@@ -65,84 +60,59 @@ func parseLogKey(k []byte) (uint64, error) {
 }
 
 // stableKey encodes 's' ‖ key.
-func stableKey(key []byte) []byte {
-	return append([]byte{prefixStable}, key...)
-}
+func stableKey(key []byte) []byte { return append([]byte{prefixStable}, key...) }
 
 // ownerKey encodes 'o' ‖ BE64(worker) ‖ BE32(rank) ‖ BE64(hash). The worker
 // comes first so that all blocks of one rank are one contiguous range.
 func ownerKey(worker uint64, rank uint32, hash uint64) []byte {
-	k := make([]byte, ownerKeyLen)
-	k[0] = tableOwner
-	putWorkerRank(k[1:], worker, rank)
-	binary.BigEndian.PutUint64(k[13:], hash)
-	return k
-}
-
-// ownerRange returns the bounds of every owner key of one rank.
-func ownerRange(worker uint64, rank uint32) (lower, upper []byte) {
-	lower = make([]byte, cursorKeyLen)
-	lower[0] = tableOwner
-	putWorkerRank(lower[1:], worker, rank)
-	return lower, successor(lower)
+	return binary.BigEndian.AppendUint64(rankKey(tableOwner, worker, rank), hash)
 }
 
 // cursorKey encodes 'c' ‖ BE64(worker) ‖ BE32(rank).
-func cursorKey(worker uint64, rank uint32) []byte {
-	k := make([]byte, cursorKeyLen)
-	k[0] = tableCursor
-	putWorkerRank(k[1:], worker, rank)
-	return k
-}
+func cursorKey(worker uint64, rank uint32) []byte { return rankKey(tableCursor, worker, rank) }
 
 // workerKey encodes 'w' ‖ BE64(worker).
-func workerKey(worker uint64) []byte {
-	k := make([]byte, workerKeyLen)
-	k[0] = tableWorker
-	binary.BigEndian.PutUint64(k[1:], worker)
-	return k
-}
+func workerKey(worker uint64) []byte { return u64Key(tableWorker, worker) }
 
 // sessionKey encodes 's' ‖ key bytes.
-func sessionKey(key string) []byte {
-	return append([]byte{tableSession}, key...)
-}
+func sessionKey(key string) []byte { return append([]byte{tableSession}, key...) }
 
 // engineKey encodes 'e' ‖ BE64(worker) ‖ BE32(rank) ‖ BE64(engine hash),
 // laid out like ownerKey so a rank's and a worker's ids are contiguous.
 func engineKey(worker uint64, rank uint32, engineHash uint64) []byte {
-	k := make([]byte, engineKeyLen)
-	k[0] = tableEngine
-	putWorkerRank(k[1:], worker, rank)
-	binary.BigEndian.PutUint64(k[13:], engineHash)
-	return k
-}
-
-// engineRange returns the bounds of every engine block key of one rank.
-func engineRange(worker uint64, rank uint32) (lower, upper []byte) {
-	lower = make([]byte, cursorKeyLen)
-	lower[0] = tableEngine
-	putWorkerRank(lower[1:], worker, rank)
-	return lower, successor(lower)
+	return binary.BigEndian.AppendUint64(rankKey(tableEngine, worker, rank), engineHash)
 }
 
 // requestSeqKey encodes 'r' ‖ BE64(seq); byte order is insertion order.
-func requestSeqKey(seq uint64) []byte {
-	k := make([]byte, reqSeqKeyLen)
-	k[0] = tableRequestSeq
-	binary.BigEndian.PutUint64(k[1:], seq)
-	return k
-}
+func requestSeqKey(seq uint64) []byte { return u64Key(tableRequestSeq, seq) }
 
 // requestIDKey encodes 'q' ‖ request id bytes.
-func requestIDKey(id string) []byte {
-	return append([]byte{tableRequestID}, id...)
+func requestIDKey(id string) []byte { return append([]byte{tableRequestID}, id...) }
+
+// u64Key encodes table ‖ BE64(v).
+func u64Key(table byte, v uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, 1+8), table), v)
 }
 
-// putWorkerRank writes BE64(worker) ‖ BE32(rank) into the first 12 bytes.
-func putWorkerRank(dst []byte, worker uint64, rank uint32) {
-	binary.BigEndian.PutUint64(dst, worker)
-	binary.BigEndian.PutUint32(dst[8:], rank)
+// rankKey encodes table ‖ BE64(worker) ‖ BE32(rank), with room for the
+// BE64 that ownerKey and engineKey append.
+func rankKey(table byte, worker uint64, rank uint32) []byte {
+	k := binary.BigEndian.AppendUint64(append(make([]byte, 0, ownerKeyLen), table), worker)
+	return binary.BigEndian.AppendUint32(k, rank)
+}
+
+// rankRange returns the bounds of every key of one rank in a table laid
+// out like ownerKey.
+func rankRange(table byte, worker uint64, rank uint32) (lower, upper []byte) {
+	lower = rankKey(table, worker, rank)
+	return lower, successor(lower)
+}
+
+// workerRange returns the bounds of every key of one worker in a table
+// laid out like ownerKey.
+func workerRange(table byte, worker uint64) (lower, upper []byte) {
+	lower = u64Key(table, worker)
+	return lower, successor(lower)
 }
 
 // successor returns the smallest key greater than every key that starts with

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,9 +40,7 @@ func OpenLogStore(opts Options) (*LogStore, error) {
 	if err := mkdirSynced(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
-	if o.Name == "" {
-		o.Name = "raft"
-	}
+	o.Name = cmp.Or(o.Name, "raft")
 	po, release := o.pebbleOptions()
 	defer release()
 	db, err := pebble.Open(o.Dir, po)
@@ -190,15 +189,12 @@ func (s *LogStore) Set(key, val []byte) error {
 // "not found" when the key is missing, as raft requires.
 func (s *LogStore) Get(key []byte) (val []byte, err error) {
 	err = s.read(func(db *pebble.DB) error {
-		v, closer, err := db.Get(stableKey(key))
-		if errors.Is(err, pebble.ErrNotFound) {
+		v, err := getValue(db, stableKey(key))
+		if errors.Is(err, ErrNotFound) {
 			return errStableNotFound
 		}
-		if err != nil {
-			return fmt.Errorf("store: get %q: %w", key, err)
-		}
-		val = append([]byte{}, v...)
-		return closer.Close()
+		val = v
+		return err
 	})
 	return val, err
 }

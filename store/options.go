@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 
@@ -64,21 +65,11 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.MemTableBytes == 0 {
-		o.MemTableBytes = DefaultMemTableBytes
-	}
-	if o.FormatMajorVersion == pebble.FormatDefault {
-		o.FormatMajorVersion = FormatPinned
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.MinFreeBytes == 0 {
-		o.MinFreeBytes = DefaultMinFreeBytes
-	}
+	o.CacheBytes = cmp.Or(o.CacheBytes, DefaultCacheBytes)
+	o.MemTableBytes = cmp.Or(o.MemTableBytes, DefaultMemTableBytes)
+	o.FormatMajorVersion = cmp.Or(o.FormatMajorVersion, FormatPinned) // zero is pebble.FormatDefault
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.MinFreeBytes = cmp.Or(o.MinFreeBytes, DefaultMinFreeBytes)
 	return o
 }
 

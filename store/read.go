@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -52,50 +51,40 @@ func scanTable[T any](s *FSMStore, lower, upper []byte, decode func(k, v []byte)
 	})
 }
 
-// lookup reads one value from the live generation.
-func (s *FSMStore) lookup(key []byte) (v []byte, err error) {
+// lookup reads the row at key from the live generation and decodes it
+// with its table's decoder.
+func lookup[T any](s *FSMStore, key []byte, decode func(k, v []byte) (T, error)) (row T, err error) {
 	err = s.withGen(func(g *generation) error {
-		v, err = getValue(g.db, key)
+		v, err := getValue(g.db, key)
+		if err == nil {
+			row, err = decode(key, v)
+		}
 		return err
 	})
-	return v, err
+	return row, err
 }
 
 // Owner returns the tiers on which a rank holds a block, or ErrNotFound.
 func (s *FSMStore) Owner(worker uint64, rank uint32, hash uint64) (TierMask, error) {
-	k := ownerKey(worker, rank, hash)
-	v, err := s.lookup(k)
-	if err != nil {
-		return 0, err
-	}
-	o, err := decodeOwner(k, v)
+	o, err := lookup(s, ownerKey(worker, rank, hash), decodeOwner)
 	return o.Tiers, err
 }
 
 // Cursor returns the last applied event id of a rank, or ErrNotFound.
 func (s *FSMStore) Cursor(worker uint64, rank uint32) (uint64, error) {
-	v, err := s.lookup(cursorKey(worker, rank))
-	if err != nil {
-		return 0, err
-	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: cursor value of %d bytes", ErrCorrupt, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
+	c, err := lookup(s, cursorKey(worker, rank), decodeCursor)
+	return c.EventID, err
 }
 
 // Worker returns a copy of an engine's card, or ErrNotFound.
 func (s *FSMStore) Worker(worker uint64) ([]byte, error) {
-	return s.lookup(workerKey(worker))
+	w, err := lookup(s, workerKey(worker), decodeWorker)
+	return w.Card, err
 }
 
 // Session returns a binding, or ErrNotFound.
 func (s *FSMStore) Session(key string) (Session, error) {
-	v, err := s.lookup(sessionKey(key))
-	if err != nil {
-		return Session{}, err
-	}
-	return decodeSession(key, v)
+	return lookup(s, sessionKey(key), decodeSessionRow)
 }
 
 // ScanOwners calls fn for every ownership row, ordered by worker, rank and
@@ -107,7 +96,7 @@ func (s *FSMStore) ScanOwners(fn func(Owner) error) error {
 
 // ScanOwnersOfRank calls fn for every block held by one rank.
 func (s *FSMStore) ScanOwnersOfRank(worker uint64, rank uint32, fn func(Owner) error) error {
-	lo, hi := ownerRange(worker, rank)
+	lo, hi := rankRange(tableOwner, worker, rank)
 	return scanTable(s, lo, hi, decodeOwner, fn)
 }
 

@@ -136,6 +136,24 @@ func boolByte(b bool) byte {
 	return 0
 }
 
+// checkName refuses the key of a table keyed by a name (thresholds,
+// incumbents) when it is empty, over max bytes or not UTF-8.
+func checkName(what, name string, max int) error {
+	if name == "" || len(name) > max || !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %s of %d bytes (want 1..%d, UTF-8)", ErrInvalidArgument, what, len(name), max)
+	}
+	return nil
+}
+
+// decodeNamed decodes a row of a table keyed by a name: the name after
+// the prefix byte, and a copy of the value.
+func decodeNamed(table byte, what string, k, v []byte) (name string, value []byte, err error) {
+	if len(k) < 2 || k[0] != table {
+		return "", nil, fmt.Errorf("%w: %s key %x", ErrCorrupt, what, k)
+	}
+	return string(k[1:]), append([]byte(nil), v...), nil
+}
+
 // decodeOwner decodes an ownership key and value.
 func decodeOwner(k, v []byte) (Owner, error) {
 	if len(k) != ownerKeyLen || k[0] != tableOwner || len(v) != 1 || v[0] == 0 {

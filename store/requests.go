@@ -33,10 +33,7 @@ type Request struct {
 // newest row. An empty or oversized id or an oversized result is refused.
 func (b *Batch) PutRequest(seq uint64, id string, result []byte) {
 	r := Request{Seq: seq, ID: id, Result: result}
-	if err := r.validate(); err != nil {
-		b.record(err)
-		return
-	}
+	b.record(r.validate())
 	b.set(requestSeqKey(seq), encodeRequest(&r))
 	b.set(requestIDKey(id), binary.BigEndian.AppendUint64(nil, seq))
 }

@@ -43,11 +43,13 @@ const snapVersion uint32 = 4
 const (
 	snapVersionV1 uint32 = 1
 	snapTablesV1         = 4
-	snapVersionV2 uint32 = 2
-	snapTablesV2         = 6
 	snapVersionV3 uint32 = 3
 	snapTablesV3         = 7
 )
+
+// snapVersionTables maps every version restore reads to the number of
+// leading snapTables its streams carry.
+var snapVersionTables = map[uint32]int{snapVersionV1: snapTablesV1, 2: 6, snapVersionV3: snapTablesV3, snapVersion: len(snapTables)}
 
 // snapEnd tags the trailer; it is no table prefix.
 const snapEnd byte = 0x00
@@ -205,18 +207,12 @@ func (sr *snapReader) header() (applied, error) {
 	case xxh3.Hash(body) != binary.BigEndian.Uint64(h[snapHeaderLen-8:]):
 		return applied{}, fmt.Errorf("%w: snapshot header checksum", ErrCorrupt)
 	}
-	switch v := binary.BigEndian.Uint32(h[8:]); v {
-	case snapVersion:
-		sr.tables = snapTables[:]
-	case snapVersionV3:
-		sr.tables = snapTables[:snapTablesV3]
-	case snapVersionV2:
-		sr.tables = snapTables[:snapTablesV2]
-	case snapVersionV1:
-		sr.tables = snapTables[:snapTablesV1]
-	default:
+	v := binary.BigEndian.Uint32(h[8:])
+	n, ok := snapVersionTables[v]
+	if !ok {
 		return applied{}, fmt.Errorf("%w: snapshot version %d, want %d..%d", ErrUnsupported, v, snapVersionV1, snapVersion)
 	}
+	sr.tables = snapTables[:n]
 	return applied{binary.BigEndian.Uint64(h[12:]), binary.BigEndian.Uint64(h[20:])}, nil
 }
 

@@ -1,10 +1,5 @@
 package store
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
-
 // MaxModelBytes bounds a model name in the thresholds table; model names
 // are short identifiers or repository paths.
 const MaxModelBytes = 512
@@ -17,24 +12,11 @@ type Threshold struct {
 }
 
 // thresholdKey encodes 't' ‖ model bytes.
-func thresholdKey(model string) []byte {
-	return append([]byte{tableThreshold}, model...)
-}
-
-// checkModel refuses a model name the table cannot key.
-func checkModel(model string) error {
-	if model == "" || len(model) > MaxModelBytes || !utf8.ValidString(model) {
-		return fmt.Errorf("%w: model name of %d bytes (want 1..%d, UTF-8)", ErrInvalidArgument, len(model), MaxModelBytes)
-	}
-	return nil
-}
+func thresholdKey(model string) []byte { return append([]byte{tableThreshold}, model...) }
 
 // PutThreshold stores a model's runtime thresholds.
 func (b *Batch) PutThreshold(model string, value []byte) {
-	if err := checkModel(model); err != nil {
-		b.record(err)
-		return
-	}
+	b.record(checkName("model name", model, MaxModelBytes))
 	b.set(thresholdKey(model), value)
 }
 
@@ -50,8 +32,6 @@ func (s *FSMStore) ScanThresholds(fn func(Threshold) error) error {
 
 // decodeThreshold decodes a thresholds row.
 func decodeThreshold(k, v []byte) (Threshold, error) {
-	if len(k) < 2 || k[0] != tableThreshold {
-		return Threshold{}, fmt.Errorf("%w: threshold key %x", ErrCorrupt, k)
-	}
-	return Threshold{Model: string(k[1:]), Value: append([]byte(nil), v...)}, nil
+	model, value, err := decodeNamed(tableThreshold, "threshold", k, v)
+	return Threshold{Model: model, Value: value}, err
 }
