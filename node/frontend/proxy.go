@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,7 +22,7 @@ const MaxResponseBytes = 256 << 20
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
 func (x *exchange) proxy(ctx context.Context) (err error) {
-	ctx, span := x.startUpstream(ctx)
+	ctx, span := x.startUpstream(ctx, x.dec.EndpointURL, x.dec.Worker)
 	defer func() { endUpstream(span, err) }()
 	// WorkerHeader tells the client which engine rank served it: operators
 	// use it to debug affinity and cache placement, and it carries nothing
@@ -62,7 +61,7 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 		return x.relayError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
 		return x.upstreamFailed(ctx, fmt.Errorf("unexpected engine status %d", resp.StatusCode))
-	case isEventStream(resp.Header):
+	case oaiedge.IsEventStream(resp.Header):
 		return x.relayStream(resp)
 	}
 	return x.relayBody(ctx, resp)
@@ -240,10 +239,4 @@ func contentType(h http.Header) string {
 		return ct
 	}
 	return "application/json"
-}
-
-// isEventStream reports an SSE answer.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
 }

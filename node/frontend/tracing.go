@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // Span names of the frontend. A traced completion is otelhttp's HTTP
@@ -49,16 +50,17 @@ func (x *exchange) route(ctx context.Context, req *dispatch.Request) (*dispatch.
 	return dec, nil
 }
 
-// startUpstream starts the engine call's span, unless the request's own
-// span records nothing (see route): the engine then gets the request
-// span's context, which is the client's when tracing is off.
-func (x *exchange) startUpstream(ctx context.Context) (context.Context, trace.Span) {
+// startUpstream starts the span of an engine call to url, of the
+// decision's engine or (with a hop attribute) its prefill engine, unless
+// the request's own span records nothing (see route): the engine then
+// gets the request span's context, which is the client's when tracing
+// is off.
+func (x *exchange) startUpstream(ctx context.Context, url string, w routing.Worker, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !x.span.IsRecording() {
 		return ctx, x.span
 	}
-	ctx, span := x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("server.address", x.dec.EndpointURL), attribute.String("kvrouter.worker", x.dec.Worker.String())))
-	return ctx, span
+	attrs = append(attrs, attribute.String("server.address", url), attribute.String("kvrouter.worker", w.String()))
+	return x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // endUpstream records the engine call's outcome (the error proxy

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -119,18 +120,10 @@ type Config struct {
 
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
-	if c.DefaultBlockSize == 0 {
-		c.DefaultBlockSize = DefaultBlockSize
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = oaiedge.MaxBodyBytes
-	}
-	if c.MaxPromptTokens == 0 {
-		c.MaxPromptTokens = oaiedge.MaxPromptTokens
-	}
-	if c.HealthInterval == 0 {
-		c.HealthInterval = DefaultHealthInterval
-	}
+	c.DefaultBlockSize = cmp.Or(c.DefaultBlockSize, DefaultBlockSize)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	c.MaxPromptTokens = cmp.Or(c.MaxPromptTokens, oaiedge.MaxPromptTokens)
+	c.HealthInterval = cmp.Or(c.HealthInterval, DefaultHealthInterval)
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}

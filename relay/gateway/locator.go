@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,12 +112,8 @@ type located struct {
 
 // newLocCache returns an empty cache; zero TTLs take the defaults.
 func newLocCache(now func() time.Time, posTTL, negTTL time.Duration) *locCache {
-	if posTTL == 0 {
-		posTTL = DefaultPositiveTTL
-	}
-	if negTTL == 0 {
-		negTTL = DefaultNegativeTTL
-	}
+	posTTL = cmp.Or(posTTL, DefaultPositiveTTL)
+	negTTL = cmp.Or(negTTL, DefaultNegativeTTL)
 	return &locCache{now: now, posTTL: posTTL, negTTL: negTTL, maxEntries: DefaultMaxCacheEntries, m: map[string]located{}}
 }
 

@@ -37,8 +37,7 @@ func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request) {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
-	body, _ := json.Marshal(modelList{Object: "list", Data: unionByID(lists)})
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, modelList{Object: "list", Data: unionByID(lists)})
 }
 
 // allModels fetches every local node's model list in parallel; false
@@ -153,6 +152,5 @@ func (g *Gateway) handleHome(w http.ResponseWriter, r *http.Request) {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
-	body, _ := json.Marshal(a)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, a)
 }

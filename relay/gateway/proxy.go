@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 
@@ -90,7 +89,7 @@ const maxBufferedAnswer = 4 << 20
 // answer would be cut after its status line. A stream that fails ends
 // with an error event (midStreamFailure).
 func bufferAnswer(resp *http.Response) (*http.Response, error) {
-	if isEventStream(resp.Header) {
+	if oaiedge.IsEventStream(resp.Header) {
 		return resp, nil
 	}
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedAnswer+1))
@@ -149,7 +148,7 @@ func (x *exchange) relay(resp *http.Response, dc string) {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	x.w.WriteHeader(resp.StatusCode)
-	if isEventStream(resp.Header) {
+	if oaiedge.IsEventStream(resp.Header) {
 		_ = x.rc.Flush()
 	}
 	buf := make([]byte, relayBufBytes)
@@ -181,18 +180,12 @@ func (x *exchange) midStreamFailure(resp *http.Response, dc string, err error) {
 		return
 	}
 	x.g.cfg.Log.Warn("upstream failed mid-answer", "dc", dc, "err", err)
-	if !isEventStream(resp.Header) {
+	if !oaiedge.IsEventStream(resp.Header) {
 		return
 	}
 	// The class is a failed upstream's, whichever DC it was in.
 	_, _ = x.w.Write(oaiedge.StreamErrorEvent(errors.New("upstream failed mid-stream"), errorTable.Classify(ErrNoNode)))
 	_ = x.rc.Flush()
-}
-
-// isEventStream reports an answer of Content-Type text/event-stream.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
 }
 
 // upstreamFailed answers a request no node could take, unless the client
