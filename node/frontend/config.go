@@ -156,13 +156,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ValidEngineAPIKey reports whether key can be sent as a bearer token:
-// visible ASCII only, so that it can neither split nor end a header line.
-func ValidEngineAPIKey(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] <= ' ' || key[i] >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
+// ValidEngineAPIKey reports whether key can be sent as a bearer token
+// (oaiedge.Visible).
+func ValidEngineAPIKey(key string) bool { return oaiedge.Visible(key) }

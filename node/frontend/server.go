@@ -136,14 +136,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // admin routes are served here too, unless Edge.AdminAddr keeps
 // /metrics and /v1/route/explain on the admin listener alone.
 func (s *Server) routes() http.Handler {
-	own := []oaiedge.Route{
+	own := append([]oaiedge.Route{
 		{Pattern: "GET /v1/models", Handler: s.handleModels},
 		{Pattern: "GET /v1/models/{id}", Handler: s.handleModel},
-		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
-	}
+	}, s.controlRoutes()...)
 	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
 	}
@@ -157,13 +153,18 @@ func (s *Server) routes() http.Handler {
 
 // adminRoutes builds the admin listener's route table.
 func (s *Server) adminRoutes() http.Handler {
-	own := append([]oaiedge.Route{
+	return oaiedge.NewMux(s.errs, s.edge.Access, nil, s.ready, append(s.controlRoutes(), s.observability()...)...)
+}
+
+// controlRoutes are the admin routes that change or read the router's
+// state, served on both listeners.
+func (s *Server) controlRoutes() []oaiedge.Route {
+	return []oaiedge.Route{
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
-	}, s.observability()...)
-	return oaiedge.NewMux(s.errs, s.edge.Access, nil, s.ready, own...)
+	}
 }
 
 // observability are the routes that may move to the admin listener.

@@ -179,15 +179,7 @@ func (c *Config) validateRemotes() error {
 // validDC reports a usable DC name: non-empty, bounded, and printable
 // ASCII, since it travels in a header.
 func validDC(dc string) bool {
-	if dc == "" || len(dc) > MaxDCNameBytes {
-		return false
-	}
-	for i := 0; i < len(dc); i++ {
-		if dc[i] <= ' ' || dc[i] > '~' {
-			return false
-		}
-	}
-	return true
+	return dc != "" && len(dc) <= MaxDCNameBytes && oaiedge.Visible(dc)
 }
 
 // validURL checks a base URL.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
@@ -17,7 +18,7 @@ import (
 const relayBufBytes = 32 << 10
 
 // hopHeaders are the hop-by-hop headers (RFC 9110 §7.6.1) a proxy must
-// not pass on, in either direction.
+// not pass on, in either direction (canonical keys).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
@@ -201,21 +202,11 @@ func (x *exchange) upstreamFailed(err error) {
 // copyHeaders adds src's end-to-end headers to dst.
 func copyHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		if isHop(k) || k == "Content-Length" || k == "Host" {
+		if slices.Contains(hopHeaders, k) || k == "Content-Length" || k == "Host" {
 			continue
 		}
 		dst[k] = append(dst[k][:0:0], vs...)
 	}
-}
-
-// isHop reports a hop-by-hop header (keys are canonical).
-func isHop(k string) bool {
-	for _, h := range hopHeaders {
-		if k == h {
-			return true
-		}
-	}
-	return false
 }
 
 // maxControlDrain bounds what closing a control answer reads of its rest:

@@ -455,13 +455,10 @@ func (r *Relay) run(ctx context.Context) error {
 	wg.Go(func() { r.feed(ctx, plane.Registry()) })
 	wg.Go(func() { r.loads(ctx, plane.Registry()) })
 	conns, err := r.addLanes()
-	if err != nil {
-		cancel()
-		gs.Stop()
-		wg.Wait()
-		return err
+	waitAdmin := func() {}
+	if err == nil {
+		waitAdmin, err = r.serveAdmin(ctx)
 	}
-	waitAdmin, err := r.serveAdmin(ctx)
 	if err != nil {
 		cancel()
 		gs.Stop()
