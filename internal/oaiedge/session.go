@@ -175,11 +175,5 @@ func SessionIDParam(id string) error {
 // validHeaderName reports an RFC 9110 field name: one or more token
 // characters.
 func validHeaderName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return s != ""
+	return s != "" && Visible(s) && !strings.ContainsAny(s, `"(),/:;<=>?@[\]{}`)
 }
