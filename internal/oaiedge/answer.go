@@ -3,6 +3,7 @@ package oaiedge
 import (
 	"encoding/json"
 	"errors"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,6 +53,18 @@ func WriteJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// WriteOK answers v as a JSON body with 200.
+func WriteOK(w http.ResponseWriter, v any) {
+	body, _ := json.Marshal(v)
+	WriteJSON(w, http.StatusOK, body)
+}
+
+// IsEventStream reports an answer of Content-Type text/event-stream.
+func IsEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
 }
 
 // ClientMessage is err's message for a client: a refusal's own message,

@@ -51,14 +51,23 @@ func NewKeys(keys ...string) (Keys, error) {
 		if len(key) < MinKeyBytes {
 			return Keys{}, fmt.Errorf("%w: key %d is shorter than %d bytes", ErrKeys, i+1, MinKeyBytes)
 		}
-		for j := 0; j < len(key); j++ {
-			if key[j] <= ' ' || key[j] >= 0x7f {
-				return Keys{}, fmt.Errorf("%w: key %d holds a space or a non-printable character", ErrKeys, i+1)
-			}
+		if !Visible(key) {
+			return Keys{}, fmt.Errorf("%w: key %d holds a space or a non-printable character", ErrKeys, i+1)
 		}
 		k.sums = append(k.sums, sha256.Sum256([]byte(key)))
 	}
 	return k, nil
+}
+
+// Visible reports whether s is visible ASCII only (no space, no control
+// character), so that it can neither split nor end a header line.
+func Visible(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ReadKeyFile reads keys from a file, one per line; blank lines and lines

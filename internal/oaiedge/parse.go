@@ -118,12 +118,11 @@ func (ps *parser) field(key []byte) error {
 // nvext keeps the raw "nvext" value, of any type: its reader, not the
 // parse, says what a value that is not an object means.
 func (ps *parser) nvext() error {
-	s := &ps.s
-	start := s.Pos()
-	if err := s.Skip(); err != nil {
+	raw, err := ps.s.Raw()
+	if err != nil {
 		return ps.wrap(err, "nvext", "nvext must be a JSON value")
 	}
-	ps.r.NVExt = s.b[start:s.Pos()]
+	ps.r.NVExt = raw
 	return nil
 }
 

@@ -385,6 +385,15 @@ func (s *Scanner) Uint(max uint64) (uint64, error) {
 	return v, nil
 }
 
+// Raw consumes the value at the cursor, validating it, and returns its
+// bytes, a slice of the document.
+func (s *Scanner) Raw() ([]byte, error) {
+	s.ws()
+	start := s.i
+	err := s.Skip()
+	return s.b[start:s.i], err
+}
+
 // Skip validates and consumes any JSON value.
 func (s *Scanner) Skip() error {
 	switch c := s.peek(); {

@@ -109,11 +109,11 @@ func (k SessionKeys) Read(h http.Header, req *Request) (Session, error) {
 	if headers == nil {
 		headers = DefaultSessionHeaders
 	}
-	idHeader, id := first(h, headers)
+	idHeader, id := FirstHeader(h, headers)
 	if id == "" && req != nil {
 		idHeader, id = k.bodyID(req)
 	}
-	parentHeader, parent := first(h, parentHeaders)
+	parentHeader, parent := FirstHeader(h, parentHeaders)
 	if parent == "" && idHeader == "X-Claude-Code-Agent-Id" {
 		parentHeader, parent = "X-Claude-Code-Session-Id", h.Get("X-Claude-Code-Session-Id")
 	}
@@ -123,7 +123,7 @@ func (k SessionKeys) Read(h http.Header, req *Request) (Session, error) {
 		}
 	}
 	s.ID, s.Parent = id, parent
-	if name, v := first(h, finalHeaders); v != "" {
+	if name, v := FirstHeader(h, finalHeaders); v != "" {
 		final, err := strconv.ParseBool(v)
 		if err != nil {
 			return s, Invalid(name, "%s must be true or false", name)
@@ -151,8 +151,9 @@ func (k SessionKeys) bodyID(req *Request) (string, string) {
 	return "", ""
 }
 
-// first returns the first of names present with a non-empty value.
-func first(h http.Header, names []string) (string, string) {
+// FirstHeader returns the first of names present in h with a non-empty
+// value, and the value; two empty strings when there is none.
+func FirstHeader(h http.Header, names []string) (string, string) {
 	for _, n := range names {
 		if v := h.Get(n); v != "" {
 			return n, v
@@ -174,11 +175,5 @@ func SessionIDParam(id string) error {
 // validHeaderName reports an RFC 9110 field name: one or more token
 // characters.
 func validHeaderName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return s != ""
+	return s != "" && Visible(s) && !strings.ContainsAny(s, `"(),/:;<=>?@[\]{}`)
 }

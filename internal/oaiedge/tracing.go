@@ -1,19 +1,26 @@
 package oaiedge
 
 import (
+	"context"
 	"net/http"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvrouter/kvrouter/internal/telemetry"
 )
 
 // Traced puts otelhttp's server span named operation, with W3C trace
 // context from the client, around every route of an edge but the probes
-// and /metrics. The node and the gateway call it only when their tracer
-// provider records spans; without one the handler is left bare.
+// and /metrics, when tp records spans (Recording). Without them the
+// handler is left bare, which costs nothing per request; the trace
+// context is still passed on (SpanParent).
 func Traced(h http.Handler, operation string, tp trace.TracerProvider) http.Handler {
+	if !Recording(tp) {
+		return h
+	}
 	return otelhttp.NewHandler(h, operation, otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(telemetry.Propagator), otelhttp.WithFilter(traced), otelhttp.WithSpanNameFormatter(spanName))
 }
@@ -35,4 +42,21 @@ func spanName(_ string, r *http.Request) string {
 		return r.Method + " " + p
 	}
 	return r.Method
+}
+
+// Recording reports whether tp records spans: it is set and is not the
+// no-op provider (which a process configures when tracing is off).
+func Recording(tp trace.TracerProvider) bool {
+	_, off := tp.(noop.TracerProvider)
+	return tp != nil && !off
+}
+
+// SpanParent is the parent of an edge's request span: otelhttp's server
+// span when there is one, else the client's traceparent.
+func SpanParent(r *http.Request) context.Context {
+	ctx := r.Context()
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	return ctx
 }

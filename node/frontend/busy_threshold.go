@@ -115,6 +115,5 @@ func (s *Server) writeThresholds(w http.ResponseWriter, model string) {
 	if runtime {
 		v.Source = "runtime"
 	}
-	body, _ := json.Marshal(v)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, v)
 }

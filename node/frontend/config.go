@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"cmp"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -112,27 +113,21 @@ type Config struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	setDefault(&c.MaxBodyBytes, oaiedge.MaxBodyBytes)
-	setDefault(&c.MaxPromptTokens, oaiedge.MaxPromptTokens)
-	setDefault(&c.ReadHeaderTimeout, oaiedge.ReadHeaderTimeout)
-	setDefault(&c.BodyReadTimeout, oaiedge.BodyReadTimeout)
-	setDefault(&c.WriteTimeout, WriteTimeout)
-	setDefault(&c.StreamWriteTimeout, oaiedge.StreamWriteTimeout)
-	setDefault(&c.IdleTimeout, oaiedge.IdleTimeout)
-	setDefault(&c.ShutdownTimeout, ShutdownTimeout)
-	setDefault(&c.UpstreamDialTimeout, UpstreamDialTimeout)
-	setDefault(&c.UpstreamHeaderTimeout, UpstreamHeaderTimeout)
-	setDefault(&c.OverloadStatus, OverloadStatus)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	c.MaxPromptTokens = cmp.Or(c.MaxPromptTokens, oaiedge.MaxPromptTokens)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, oaiedge.ReadHeaderTimeout)
+	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, oaiedge.BodyReadTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, WriteTimeout)
+	c.StreamWriteTimeout = cmp.Or(c.StreamWriteTimeout, oaiedge.StreamWriteTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, oaiedge.IdleTimeout)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeout)
+	c.UpstreamDialTimeout = cmp.Or(c.UpstreamDialTimeout, UpstreamDialTimeout)
+	c.UpstreamHeaderTimeout = cmp.Or(c.UpstreamHeaderTimeout, UpstreamHeaderTimeout)
+	c.OverloadStatus = cmp.Or(c.OverloadStatus, OverloadStatus)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	return c
-}
-
-func setDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v == 0 {
-		*v = def
-	}
 }
 
 // Validate reports the first invalid field of c (after defaults).
@@ -161,13 +156,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ValidEngineAPIKey reports whether key can be sent as a bearer token:
-// visible ASCII only, so that it can neither split nor end a header line.
-func ValidEngineAPIKey(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] <= ' ' || key[i] >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
+// ValidEngineAPIKey reports whether key can be sent as a bearer token
+// (oaiedge.Visible).
+func ValidEngineAPIKey(key string) bool { return oaiedge.Visible(key) }

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -19,8 +18,7 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 		list.Data = append(list.Data, modelObject{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "kvrouter"})
 	}
 	sort.Slice(list.Data, func(i, j int) bool { return list.Data[i].ID < list.Data[j].ID })
-	body, _ := json.Marshal(list)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, list)
 }
 
 // handleModel answers one model in the OpenAI shape, GET
@@ -31,8 +29,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	for _, m := range s.router.Models() {
 		if m.ID == id {
-			body, _ := json.Marshal(modelObject{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "kvrouter"})
-			oaiedge.WriteJSON(w, http.StatusOK, body)
+			oaiedge.WriteOK(w, modelObject{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "kvrouter"})
 			return
 		}
 	}

@@ -11,15 +11,6 @@ import (
 	"github.com/kvrouter/kvrouter/tokenize"
 )
 
-// Tokenization outcomes, the values of kvrouter_frontend_tokenized_total's
-// outcome label.
-const (
-	tokenizedExact       = "exact"       // the model's tokenizer gave the ids
-	tokenizedClient      = "client"      // the client sent token ids
-	tokenizedApproximate = "approximate" // no tokenizer: text blocks
-	tokenizedFailed      = "failed"      // the tokenizer refused (a template error): text blocks
-)
-
 // prompts gives text prompts the token ids the engine will compute, for
 // every edge of the node alike (the frontend, the selection API, the
 // endpoint picker); it counts the outcomes and logs the models without a
@@ -48,34 +39,20 @@ func (x *exchange) exactTokens() string { return x.s.prompts.exact(x.p, x.ep, x.
 
 // exact is exactTokens for p, parsed from body of ep.
 func (ps *prompts) exact(p *oaiedge.Request, ep oaiedge.Endpoint, body []byte) string {
-	if p.Tokens != nil {
-		ps.tokenized(tokenizedClient)
-		return tokenizedClient
-	}
-	chat, ok := ep.Tokenizable()
-	tok := ps.tokenizers[p.Model]
-	if !ok || tok == nil {
-		if _, seen := ps.approximated.LoadOrStore(p.Model, true); ok && !seen && len(ps.tokenizers) > 0 {
+	outcome, err := oaiedge.ExactTokens(p, ep, ps.tokenizers[p.Model], body)
+	switch outcome {
+	case oaiedge.TokensApproximate:
+		_, tokenizable := ep.Tokenizable()
+		if _, seen := ps.approximated.LoadOrStore(p.Model, true); tokenizable && !seen && len(ps.tokenizers) > 0 {
 			ps.log.Warn("model has no tokenizer configured; its text prompts are routed by text blocks, which do not line up with the engine's token blocks", "model", p.Model)
 		}
-		ps.tokenized(tokenizedApproximate)
-		return tokenizedApproximate
-	}
-	ids, err := tok.EncodeRequest(body, chat, p.Text, make([]uint32, 0, len(body)/4+8))
-	if err != nil {
+	case oaiedge.TokensFailed:
 		ps.log.Debug("tokenizer refused the prompt; routing by text blocks", "model", p.Model, "err", err)
-		ps.tokenized(tokenizedFailed)
-		return tokenizedFailed
 	}
-	p.Tokens, p.Text = ids, ""
-	ps.tokenized(tokenizedExact)
-	return tokenizedExact
-}
-
-func (ps *prompts) tokenized(outcome string) {
 	if c := ps.counted[outcome]; c != nil {
 		c.Inc()
 	}
+	return outcome
 }
 
 // tokenizedCounters resolves kvrouter_frontend_tokenized_total's child of
@@ -86,7 +63,7 @@ func tokenizedCounters(m *metrics.Metrics) map[string]prometheus.Counter {
 		return nil
 	}
 	c := make(map[string]prometheus.Counter, 4)
-	for _, o := range []string{tokenizedExact, tokenizedClient, tokenizedApproximate, tokenizedFailed} {
+	for _, o := range []string{oaiedge.TokensExact, oaiedge.TokensClient, oaiedge.TokensApproximate, oaiedge.TokensFailed} {
 		c[o] = m.Tokenized.WithLabelValues(o)
 	}
 	return c

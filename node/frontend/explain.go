@@ -77,6 +77,5 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		v.Engines = append(v.Engines, engineMatch{Engine: m.Worker.String(), CachedBlocks: m.Overlap.Device,
 			HostBlocks: m.Overlap.Host, DiskBlocks: m.Overlap.Disk})
 	}
-	body, _ := json.Marshal(v)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, v)
 }

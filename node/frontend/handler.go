@@ -151,7 +151,7 @@ func (x *exchange) dispatchRequest() (*dispatch.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildRequest(x.s.sessionKeys, x.r.Header, x.p, ext, x.id, x.start)
+	return buildRequest(x.s.edge.SessionKeys, x.r.Header, x.p, ext, x.id, x.start)
 }
 
 // buildRequest builds the routing request of a parsed body, its parsed

@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/internal/telemetry"
@@ -42,7 +41,7 @@ type hopResult struct {
 // the call.
 func (x *exchange) callPrefill(ctx context.Context, body []byte) hopResult {
 	h := x.dec.Prefill
-	ctx, span := x.startPrefillSpan(ctx)
+	ctx, span := x.startUpstream(ctx, h.EndpointURL, h.Worker, attribute.String("kvrouter.hop", "prefill"))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(h.Lost(), cancel)()
@@ -99,18 +98,6 @@ func (x *exchange) settlePrefill(r hopResult) ([]byte, error) {
 		return nil, fmt.Errorf("%w: prefill engine status %d", ErrUpstream, r.status)
 	}
 	return r.answer, nil
-}
-
-// startPrefillSpan starts the prefill call's span, as startUpstream does
-// the decode call's.
-func (x *exchange) startPrefillSpan(ctx context.Context) (context.Context, trace.Span) {
-	if !x.span.IsRecording() {
-		return ctx, x.span
-	}
-	h := x.dec.Prefill
-	return x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("server.address", h.EndpointURL), attribute.String("kvrouter.worker", h.Worker.String()),
-			attribute.String("kvrouter.hop", "prefill")))
 }
 
 // engineHeaders sets an engine request's headers: JSON, the request id,

@@ -2,6 +2,8 @@ package frontend
 
 import (
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
 // observation is what the frontend saw of an engine's answer.
@@ -67,14 +69,15 @@ func (x *exchange) record() {
 // content, its usage, and whether it is an error. A chunk that does not
 // parse is passed through uninspected.
 func (o *observation) inspectChunk(data []byte) (content bool) {
-	s := scanner{b: data}
-	_ = s.object(func(key []byte) error {
+	var s oaiedge.Scanner
+	s.Seek(data, 0)
+	_ = s.Object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
-			return s.array(func(int) error {
-				return s.object(func(key []byte) error {
+			return s.Array(func(int) error {
+				return s.Object(func(key []byte) error {
 					if string(key) == "delta" || string(key) == "message" {
-						return s.object(func(key []byte) error {
+						return s.Object(func(key []byte) error {
 							if hasText(&s, key, "content", "reasoning_content", "tool_calls") {
 								content = true
 							}
@@ -92,50 +95,41 @@ func (o *observation) inspectChunk(data []byte) (content bool) {
 		case "error":
 			o.streamError = true
 		}
-		return s.skip()
+		return s.Skip()
 	})
 	return content
 }
 
 // hasText consumes the value of key and reports whether key is one of
 // names with a non-empty string or array value.
-func hasText(s *scanner, key []byte, names ...string) bool {
+func hasText(s *oaiedge.Scanner, key []byte, names ...string) bool {
+	v, err := s.Raw()
 	for _, n := range names {
-		if string(key) != n {
-			continue
+		if string(key) == n {
+			return err == nil && len(v) > 2 && (v[0] == '"' || v[0] == '[')
 		}
-		start := s.i
-		if s.skip() != nil {
-			return false
-		}
-		v := s.b[start:s.i]
-		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t' || v[0] == '\n' || v[0] == '\r') {
-			v = v[1:]
-		}
-		return len(v) > 2 && (v[0] == '"' || v[0] == '[')
 	}
-	_ = s.skip()
 	return false
 }
 
 // usage reads a usage object (or null).
-func (o *observation) usage(s *scanner) error {
-	if s.null() {
+func (o *observation) usage(s *oaiedge.Scanner) error {
+	if s.Null() {
 		return nil
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case "prompt_tokens":
-			v, err := s.uint(1 << 31)
+			v, err := s.Uint(1 << 31)
 			o.promptTokens = int(v)
 			return err
 		case "completion_tokens":
-			v, err := s.uint(1 << 31)
+			v, err := s.Uint(1 << 31)
 			o.completionTokens = int(v)
 			return err
 		case "prompt_tokens_details":
 			return o.promptDetails(s)
 		}
-		return s.skip()
+		return s.Skip()
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,7 +22,7 @@ const MaxResponseBytes = 256 << 20
 // proxy forwards the original body to the engine and relays its answer.
 // It returns the error Decision.Done receives: nil on success.
 func (x *exchange) proxy(ctx context.Context) (err error) {
-	ctx, span := x.startUpstream(ctx)
+	ctx, span := x.startUpstream(ctx, x.dec.EndpointURL, x.dec.Worker)
 	defer func() { endUpstream(span, err) }()
 	// WorkerHeader tells the client which engine rank served it: operators
 	// use it to debug affinity and cache placement, and it carries nothing
@@ -44,7 +43,7 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 		return perr
 	}
 	if err != nil {
-		if !x.rerouted && isDialError(err) && x.r.Context().Err() == nil {
+		if !x.rerouted && netOp(err) == "dial" && x.r.Context().Err() == nil {
 			// Nothing reached the engine and nothing was written to the
 			// client: serve routes the request again.
 			x.s.log.Warn("engine unreachable, routing again", "request", x.id, "worker", x.dec.Worker.String(), "err", err)
@@ -62,7 +61,7 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 		return x.relayError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode >= 300:
 		return x.upstreamFailed(ctx, fmt.Errorf("unexpected engine status %d", resp.StatusCode))
-	case isEventStream(resp.Header):
+	case oaiedge.IsEventStream(resp.Header):
 		return x.relayStream(resp)
 	}
 	return x.relayBody(ctx, resp)
@@ -100,24 +99,23 @@ func (x *exchange) roundTrip(ctx context.Context) (*http.Response, error) {
 		if err == nil && resp.Body == nil {
 			resp.Body = http.NoBody // a RoundTripper other than net/http's may leave it nil
 		}
-		if err == nil || attempt > 0 || !isWriteError(err) || ctx.Err() != nil {
+		if err == nil || attempt > 0 || netOp(err) != "write" || ctx.Err() != nil {
 			return resp, err
 		}
 	}
 }
 
-// isWriteError reports a failure to write the request on a connection
-// (reset, closed by the engine or by net/http on seeing it closed).
-func isWriteError(err error) bool {
+// netOp is the operation of err's net.OpError, "" without one: "dial" is
+// a failure to connect (refused, timed out, no route), after which the
+// engine cannot have seen the request, and "write" a failure to write
+// the request on a connection (reset, closed by the engine or by net/http
+// on seeing it closed).
+func netOp(err error) string {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "write"
-}
-
-// isDialError reports whether err is a failure to connect (refused, timed
-// out, no route), after which the engine cannot have seen the request.
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	if errors.As(err, &op) {
+		return op.Op
+	}
+	return ""
 }
 
 // upstreamRequest builds the engine request: the client's body byte for
@@ -240,10 +238,4 @@ func contentType(h http.Header) string {
 		return ct
 	}
 	return "application/json"
-}
-
-// isEventStream reports an SSE answer.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -52,13 +53,11 @@ type Server struct {
 	// admin serves the admin routes on a listener of their own
 	// (ServeAdmin).
 	admin http.Handler
-	// access guards the routes (Config.Edge); edge counts its refusals.
-	access      *oaiedge.Access
-	edge        *metrics.Edge
-	sessionKeys oaiedge.SessionKeys
-	draining    atomic.Bool
-	idPrefix    string
-	idSeq       atomic.Uint64
+	// edge guards the routes and names sessions (Config.Edge).
+	edge     oaiedge.Edge
+	draining atomic.Bool
+	idPrefix string
+	idSeq    atomic.Uint64
 	// engineAuth is the Authorization value sent to engines, built once
 	// from Config.EngineAPIKey ("" without a key).
 	engineAuth string
@@ -97,35 +96,29 @@ func New(cfg Config, r dispatch.Router, m *metrics.Metrics, log *slog.Logger) (*
 	}
 	s.engines = rt
 	s.idPrefix = randomPrefix()
-	s.handler = s.withTracing(s.routes())
+	s.handler = oaiedge.Traced(s.routes(), "kvrouter.node", cfg.TracerProvider)
 	s.admin = s.adminRoutes()
 	return s, nil
 }
 
-// setupEdge builds the access control and the session keys from
-// Config.Edge, counting refusals in the edge metrics.
+// setupEdge builds the access control, the session keys and the body
+// budget from Config.Edge, counting refusals in the edge metrics.
 func (s *Server) setupEdge() error {
-	var err error
-	if s.access, err = s.cfg.Edge.access(); err != nil {
-		return err
+	var reg prometheus.Registerer
+	if s.metrics != nil {
+		reg = s.metrics.Registerer()
 	}
-	if s.sessionKeys, err = s.cfg.Edge.SessionKeys.Validate(); err != nil {
+	var err error
+	if s.edge, err = s.cfg.Edge.Build(s.cfg.MaxBodyBytes, reg); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if s.bodies.Budget, err = oaiedge.NewEdgeBodyBudget(s.cfg.Edge.MaxBufferedBodyBytes, s.cfg.MaxBodyBytes); err != nil {
-		return fmt.Errorf("%w: --max-buffered-body-bytes: %w", ErrConfig, err)
-	}
-	if s.metrics != nil {
-		metrics.NewBodies(s.metrics.Registerer(), s.bodies.Budget)
-		s.edge = metrics.NewEdge(s.metrics.Registerer())
-		s.access.Refused = func(scope oaiedge.Scope, reason string) { s.edge.Refused(scope.String(), reason) }
-	}
+	s.bodies.Budget = s.edge.Budget
 	return nil
 }
 
 // EdgeMetrics returns the edge's access and certificate metrics (nil
 // without metrics), for the certificate reloader of the node's TLS.
-func (s *Server) EdgeMetrics() *metrics.Edge { return s.edge }
+func (s *Server) EdgeMetrics() *metrics.Edge { return s.edge.Metrics }
 
 // randomPrefix makes generated request ids unique across nodes and
 // restarts; the counter after it makes them unique within the process.
@@ -143,14 +136,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // admin routes are served here too, unless Edge.AdminAddr keeps
 // /metrics and /v1/route/explain on the admin listener alone.
 func (s *Server) routes() http.Handler {
-	own := []oaiedge.Route{
+	own := append([]oaiedge.Route{
 		{Pattern: "GET /v1/models", Handler: s.handleModels},
 		{Pattern: "GET /v1/models/{id}", Handler: s.handleModel},
-		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
-		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
-	}
+	}, s.controlRoutes()...)
 	if s.cfg.Edge.AdminAddr == "" {
 		own = append(own, s.observability()...)
 	}
@@ -159,18 +148,23 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.NoProxy {
 		completion = nil
 	}
-	return oaiedge.NewMux(s.errs, s.access, completion, s.ready, own...)
+	return oaiedge.NewMux(s.errs, s.edge.Access, completion, s.ready, own...)
 }
 
 // adminRoutes builds the admin listener's route table.
 func (s *Server) adminRoutes() http.Handler {
-	own := append([]oaiedge.Route{
+	return oaiedge.NewMux(s.errs, s.edge.Access, nil, s.ready, append(s.controlRoutes(), s.observability()...)...)
+}
+
+// controlRoutes are the admin routes that change or read the router's
+// state, served on both listeners.
+func (s *Server) controlRoutes() []oaiedge.Route {
+	return []oaiedge.Route{
 		{Pattern: "DELETE /v1/sessions/{id}", Handler: s.handleUnbind, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /v1/sessions/{id}", Handler: s.handleSession, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "GET /busy_threshold", Handler: s.handleGetThresholds, Scope: oaiedge.ScopeAdmin},
 		{Pattern: "POST /busy_threshold", Handler: s.handleSetThresholds, Scope: oaiedge.ScopeAdmin},
-	}, s.observability()...)
-	return oaiedge.NewMux(s.errs, s.access, nil, s.ready, own...)
+	}
 }
 
 // observability are the routes that may move to the admin listener.
@@ -265,22 +259,7 @@ func (s *Server) httpServer(base context.Context, h http.Handler, ln net.Listene
 func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 	hs := s.httpServer(ctx, s.admin, ln)
 	hs.WriteTimeout = s.cfg.WriteTimeout
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return oaiedge.ServeUntil(ctx, hs, ln, s.cfg.ShutdownTimeout)
 }
 
 // closeTransport releases the engine connections the Server owns.

@@ -1,5 +1,7 @@
 package frontend
 
+import "github.com/kvrouter/kvrouter/internal/oaiedge"
+
 // begin counts the exchange as in flight; record, at finish, ends that.
 func (x *exchange) begin() {
 	if x.s.metrics != nil {
@@ -25,18 +27,18 @@ func (x *exchange) recordServing(m *modelObservers) {
 // promptDetails reads usage.prompt_tokens_details (or null): the engine's
 // cached_tokens, as vLLM (with --enable-prompt-tokens-details), SGLang and
 // OpenAI report it.
-func (o *observation) promptDetails(s *scanner) error {
-	if s.null() {
+func (o *observation) promptDetails(s *oaiedge.Scanner) error {
+	if s.Null() {
 		return nil
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		if string(key) != "cached_tokens" {
-			return s.skip()
+			return s.Skip()
 		}
-		if s.null() {
+		if s.Null() {
 			return nil
 		}
-		v, err := s.uint(1 << 31)
+		v, err := s.Uint(1 << 31)
 		o.cachedTokens, o.hasCached = int(v), err == nil
 		return err
 	})

@@ -59,8 +59,8 @@ func readSession(keys oaiedge.SessionKeys, h http.Header, p *oaiedge.Request) (s
 
 // readPin parses one pin's headers; a rank without an engine is refused.
 func readPin(h http.Header, names pinHeaders) (*dispatch.Pin, error) {
-	en, engine := first(h, names.engine)
-	rn, rank := first(h, names.rank)
+	en, engine := oaiedge.FirstHeader(h, names.engine)
+	rn, rank := oaiedge.FirstHeader(h, names.rank)
 	if rank == unsetRank {
 		rank = ""
 	}
@@ -83,14 +83,4 @@ func readPin(h http.Header, names pinHeaders) (*dispatch.Pin, error) {
 		pin.Rank = uint32(r)
 	}
 	return pin, nil
-}
-
-// first is the first of names present in h, and its value.
-func first(h http.Header, names []string) (string, string) {
-	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return n, v
-		}
-	}
-	return names[0], ""
 }

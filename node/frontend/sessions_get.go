@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -47,6 +46,5 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	if !b.IdleDeadline.IsZero() {
 		v.IdleDeadline = b.IdleDeadline.UTC().Format(time.RFC3339Nano)
 	}
-	body, _ := json.Marshal(v)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, v)
 }

@@ -6,13 +6,11 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
-	"github.com/kvrouter/kvrouter/internal/telemetry"
 	"github.com/kvrouter/kvrouter/node/dispatch"
+	"github.com/kvrouter/kvrouter/routing"
 )
 
 // Span names of the frontend. A traced completion is otelhttp's HTTP
@@ -25,35 +23,9 @@ const (
 	spanUpstream = "kvrouter.upstream"
 )
 
-// tracing reports whether a provider that records spans was configured
-// (the node always configures one, a no-op one when tracing is off).
-func (c *Config) tracing() bool {
-	if c.TracerProvider == nil {
-		return false
-	}
-	_, off := c.TracerProvider.(noop.TracerProvider)
-	return !off
-}
-
-// withTracing puts otelhttp's server span, with W3C trace context from the
-// client, around every route but the probes and /metrics, when spans are
-// recorded. Without them the handler is left bare, which costs nothing
-// per request; the trace context is still passed on (startRequest).
-func (s *Server) withTracing(h http.Handler) http.Handler {
-	if !s.cfg.tracing() {
-		return h
-	}
-	return oaiedge.Traced(h, "kvrouter.node", s.cfg.TracerProvider)
-}
-
-// startRequest starts the request span: a child of otelhttp's span, or,
-// when there is none, of the client's traceparent.
+// startRequest starts the request span under oaiedge.SpanParent.
 func (s *Server) startRequest(r *http.Request, ep oaiedge.Endpoint, id string) (context.Context, trace.Span) {
-	ctx := r.Context()
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	}
-	return s.tracer.Start(ctx, spanRequest+ep.Path(), trace.WithAttributes(attribute.String("kvrouter.request_id", id)))
+	return s.tracer.Start(oaiedge.SpanParent(r), spanRequest+ep.Path(), trace.WithAttributes(attribute.String("kvrouter.request_id", id)))
 }
 
 // route asks the router for a decision under the route span. A request
@@ -78,16 +50,17 @@ func (x *exchange) route(ctx context.Context, req *dispatch.Request) (*dispatch.
 	return dec, nil
 }
 
-// startUpstream starts the engine call's span, unless the request's own
-// span records nothing (see route): the engine then gets the request
-// span's context, which is the client's when tracing is off.
-func (x *exchange) startUpstream(ctx context.Context) (context.Context, trace.Span) {
+// startUpstream starts the span of an engine call to url, of the
+// decision's engine or (with a hop attribute) its prefill engine, unless
+// the request's own span records nothing (see route): the engine then
+// gets the request span's context, which is the client's when tracing
+// is off.
+func (x *exchange) startUpstream(ctx context.Context, url string, w routing.Worker, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !x.span.IsRecording() {
 		return ctx, x.span
 	}
-	ctx, span := x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("server.address", x.dec.EndpointURL), attribute.String("kvrouter.worker", x.dec.Worker.String())))
-	return ctx, span
+	attrs = append(attrs, attribute.String("server.address", url), attribute.String("kvrouter.worker", w.String()))
+	return x.s.tracer.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // endUpstream records the engine call's outcome (the error proxy

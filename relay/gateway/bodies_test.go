@@ -16,7 +16,7 @@ import (
 func TestBodyBudget(t *testing.T) {
 	node := newFakeNode(t, "n0")
 	g := newGateway(t, Config{DC: "dc-a", Nodes: []string{node.srv.URL}, MaxBodyBytes: 1 << 10,
-		Edge: EdgeConfig{MaxBufferedBodyBytes: 1400}})
+		Edge: EdgeConfig{EdgeConfig: oaiedge.EdgeConfig{MaxBufferedBodyBytes: 1400}}})
 	_, held, err := g.bodies.ReadHeld(httptest.NewRecorder(),
 		httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", 1000))), nil)
 	if err != nil {

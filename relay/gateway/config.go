@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -119,18 +120,10 @@ type Config struct {
 
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
-	if c.DefaultBlockSize == 0 {
-		c.DefaultBlockSize = DefaultBlockSize
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = oaiedge.MaxBodyBytes
-	}
-	if c.MaxPromptTokens == 0 {
-		c.MaxPromptTokens = oaiedge.MaxPromptTokens
-	}
-	if c.HealthInterval == 0 {
-		c.HealthInterval = DefaultHealthInterval
-	}
+	c.DefaultBlockSize = cmp.Or(c.DefaultBlockSize, DefaultBlockSize)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, oaiedge.MaxBodyBytes)
+	c.MaxPromptTokens = cmp.Or(c.MaxPromptTokens, oaiedge.MaxPromptTokens)
+	c.HealthInterval = cmp.Or(c.HealthInterval, DefaultHealthInterval)
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -186,15 +179,7 @@ func (c *Config) validateRemotes() error {
 // validDC reports a usable DC name: non-empty, bounded, and printable
 // ASCII, since it travels in a header.
 func validDC(dc string) bool {
-	if dc == "" || len(dc) > MaxDCNameBytes {
-		return false
-	}
-	for i := 0; i < len(dc); i++ {
-		if dc[i] <= ' ' || dc[i] > '~' {
-			return false
-		}
-	}
-	return true
+	return dc != "" && len(dc) <= MaxDCNameBytes && oaiedge.Visible(dc)
 }
 
 // validURL checks a base URL.

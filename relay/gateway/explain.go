@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
@@ -69,6 +68,5 @@ func (g *Gateway) handleExplain(w http.ResponseWriter, r *http.Request) {
 			Depth: res.Depth, StalenessMs: float64(res.Staleness.Microseconds()) / 1000, Engines: res.Load.Engines,
 			Utilization: res.Load.Utilization})
 	}
-	answer, _ := json.Marshal(out)
-	oaiedge.WriteJSON(w, http.StatusOK, answer)
+	oaiedge.WriteOK(w, out)
 }

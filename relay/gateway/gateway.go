@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,11 +40,8 @@ type Gateway struct {
 	handler   http.Handler
 	// admin serves the admin routes on their own listener (ServeAdmin).
 	admin http.Handler
-	// access guards the routes (Config.Edge); edge counts refusals and
-	// certificate reloads.
-	access      *oaiedge.Access
-	edge        *metrics.Edge
-	sessionKeys oaiedge.SessionKeys
+	// edge guards the routes and names sessions (Config.Edge).
+	edge oaiedge.Edge
 	// bodies reads request bodies under the configured limits.
 	bodies oaiedge.BodyReader
 	// intercept is the policy's consumer.Objective intercept.
@@ -86,7 +82,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := g.setupEdge(); err != nil {
 		return nil, err
 	}
-	g.handler = g.withTracing(g.routes())
+	g.handler = oaiedge.Traced(g.routes(), "kvrouter.gateway", cfg.TracerProvider)
 	g.admin = g.adminRoutes()
 	return g, nil
 }
@@ -118,27 +114,24 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // Metrics returns the gateway's metrics.
 func (g *Gateway) Metrics() *Metrics { return g.metrics }
 
-// setupEdge builds the access control and session keys of Config.Edge,
-// counting refusals in the edge metrics.
+// setupEdge builds the access control, the session keys and the body
+// budget of Config.Edge, counting refusals in the edge metrics.
 func (g *Gateway) setupEdge() error {
 	var err error
-	if g.access, err = g.cfg.Edge.access(); err != nil {
-		return err
-	}
-	if g.sessionKeys, err = g.cfg.Edge.SessionKeys.Validate(); err != nil {
+	if g.edge, err = g.cfg.Edge.Build(g.cfg.MaxBodyBytes, g.metrics.Registerer()); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if g.bodies.Budget, err = oaiedge.NewEdgeBodyBudget(g.cfg.Edge.MaxBufferedBodyBytes, g.cfg.MaxBodyBytes); err != nil {
-		return fmt.Errorf("%w: --max-buffered-body-bytes: %w", ErrConfig, err)
+	if t := g.cfg.Edge.UpstreamToken; t != "" {
+		if _, err := oaiedge.NewKeys(t); err != nil {
+			return fmt.Errorf("%w: node_operator_token: %w", ErrConfig, err)
+		}
 	}
-	metrics.NewBodies(g.metrics.Registerer(), g.bodies.Budget)
-	g.edge = metrics.NewEdge(g.metrics.Registerer())
-	g.access.Refused = func(scope oaiedge.Scope, reason string) { g.edge.Refused(scope.String(), reason) }
+	g.bodies.Budget = g.edge.Budget
 	return nil
 }
 
 // EdgeMetrics returns the gateway's access and certificate metrics.
-func (g *Gateway) EdgeMetrics() *metrics.Edge { return g.edge }
+func (g *Gateway) EdgeMetrics() *metrics.Edge { return g.edge.Metrics }
 
 // routes builds the route table (oaiedge.NewMux adds the routed
 // endpoints, /health, /ready and the OpenAI-shaped 404 and 405). The
@@ -153,14 +146,14 @@ func (g *Gateway) routes() http.Handler {
 	if g.cfg.Edge.AdminAddr == "" {
 		own = append(own, g.observability()...)
 	}
-	return oaiedge.NewMux(errorTable, g.access, g.completionHandler, g.nodes.anyHealthy, own...)
+	return oaiedge.NewMux(errorTable, g.edge.Access, g.completionHandler, g.nodes.anyHealthy, own...)
 }
 
 // adminRoutes builds the admin listener's route table.
 func (g *Gateway) adminRoutes() http.Handler {
 	own := append([]oaiedge.Route{{Pattern: "GET /v1/sessions/{id}/home", Handler: g.handleHome, Scope: oaiedge.ScopeAdmin}},
 		g.observability()...)
-	return oaiedge.NewMux(errorTable, g.access, nil, g.nodes.anyHealthy, own...)
+	return oaiedge.NewMux(errorTable, g.edge.Access, nil, g.nodes.anyHealthy, own...)
 }
 
 // observability are the routes that may move to the admin listener.
@@ -188,29 +181,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 // then shuts the server down, waiting for in-flight requests up to
 // shutdownGrace before closing them.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	srv := g.httpServer(g.handler, ln)
 	var wg sync.WaitGroup
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	wg.Go(func() { _ = g.Run(pollCtx) })
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	var err error
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		err = srv.Shutdown(sctx)
-		cancel()
-		if err != nil {
-			err = srv.Close()
-		}
-		<-errc
-	case err = <-errc:
-	}
+	err := oaiedge.ServeUntil(ctx, g.httpServer(g.handler, ln), ln, shutdownGrace)
 	stopPoll()
 	wg.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	return err
 }
 
@@ -223,23 +199,7 @@ func (g *Gateway) httpServer(h http.Handler, ln net.Listener) *http.Server {
 // ServeAdmin serves the admin routes, /health and /ready on ln until ctx
 // ends. Serve runs the health polling; this listener needs none.
 func (g *Gateway) ServeAdmin(ctx context.Context, ln net.Listener) error {
-	srv := g.httpServer(g.admin, ln)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), ControlTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return oaiedge.ServeUntil(ctx, g.httpServer(g.admin, ln), ln, ControlTimeout)
 }
 
 // shutdownGrace is how long Serve waits for in-flight requests: long

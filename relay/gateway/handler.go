@@ -52,7 +52,7 @@ func (x *exchange) serve() {
 		x.reject(err)
 		return
 	}
-	s, err := g.sessionKeys.Read(x.r.Header, req)
+	s, err := g.edge.SessionKeys.Read(x.r.Header, req)
 	if err != nil {
 		req.Release()
 		x.reject(err)

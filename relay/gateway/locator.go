@@ -1,11 +1,10 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -111,12 +110,8 @@ type located struct {
 
 // newLocCache returns an empty cache; zero TTLs take the defaults.
 func newLocCache(now func() time.Time, posTTL, negTTL time.Duration) *locCache {
-	if posTTL == 0 {
-		posTTL = DefaultPositiveTTL
-	}
-	if negTTL == 0 {
-		negTTL = DefaultNegativeTTL
-	}
+	posTTL = cmp.Or(posTTL, DefaultPositiveTTL)
+	negTTL = cmp.Or(negTTL, DefaultNegativeTTL)
 	return &locCache{now: now, posTTL: posTTL, negTTL: negTTL, maxEntries: DefaultMaxCacheEntries, m: map[string]located{}}
 }
 
@@ -208,25 +203,9 @@ func (l *HTTPLocator) askOne(ctx context.Context, r Remote, session string) (boo
 
 // askGateway asks one of a remote DC's gateways.
 func (l *HTTPLocator) askGateway(ctx context.Context, dc, base, session string) (bool, error) {
-	r := Remote{DC: dc}
-	ctx, cancel := context.WithTimeout(ctx, ControlTimeout)
-	defer cancel()
-	u := base + "/v1/sessions/" + url.PathEscape(session) + "/home"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("dc %s: %w", r.DC, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("dc %s: status %d", r.DC, resp.StatusCode)
-	}
 	var a HomeAnswer
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxHomeAnswerBytes)).Decode(&a); err != nil {
-		return false, fmt.Errorf("dc %s: %w", r.DC, err)
+	if err := getJSON(ctx, l.client, base+"/v1/sessions/"+url.PathEscape(session)+"/home", maxHomeAnswerBytes, &a); err != nil {
+		return false, fmt.Errorf("dc %s: %w", dc, err)
 	}
 	return a.Bound, nil
 }

@@ -32,18 +32,17 @@ type modelID struct {
 // sorted by id, the first node's object winning for a shared id. Nodes
 // that fail are left out; when all fail the answer is a 502.
 func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request) {
-	lists, ok := g.allModels(r.Context())
+	models, ok := g.allModels(r.Context())
 	if !ok {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
-	body, _ := json.Marshal(modelList{Object: "list", Data: unionByID(lists)})
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, modelList{Object: "list", Data: models})
 }
 
-// allModels fetches every local node's model list in parallel; false
-// when no node answered.
-func (g *Gateway) allModels(ctx context.Context) ([][]json.RawMessage, bool) {
+// allModels fetches every local node's model list in parallel and
+// returns their union (unionByID); false when no node answered.
+func (g *Gateway) allModels(ctx context.Context) ([]json.RawMessage, bool) {
 	lists := make([][]json.RawMessage, len(g.nodes.urls))
 	oks := make([]bool, len(g.nodes.urls))
 	var wg sync.WaitGroup
@@ -51,7 +50,7 @@ func (g *Gateway) allModels(ctx context.Context) ([][]json.RawMessage, bool) {
 		wg.Go(func() { lists[i], oks[i] = g.nodeModels(ctx, u) })
 	}
 	wg.Wait()
-	return lists, slices.Contains(oks, true)
+	return unionByID(lists), slices.Contains(oks, true)
 }
 
 // handleModel answers one model of the local router nodes' union, GET
@@ -59,12 +58,12 @@ func (g *Gateway) allModels(ctx context.Context) ([][]json.RawMessage, bool) {
 // model_not_found when none does.
 func (g *Gateway) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	lists, ok := g.allModels(r.Context())
+	models, ok := g.allModels(r.Context())
 	if !ok {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
-	for _, m := range unionByID(lists) {
+	for _, m := range models {
 		var mid modelID
 		if json.Unmarshal(m, &mid) == nil && mid.ID == id {
 			oaiedge.WriteJSON(w, http.StatusOK, m)
@@ -100,19 +99,8 @@ func unionByID(lists [][]json.RawMessage) []json.RawMessage {
 
 // nodeModels fetches one node's model list.
 func (g *Gateway) nodeModels(ctx context.Context, base string) ([]json.RawMessage, bool) {
-	ctx, cancel := context.WithTimeout(ctx, ControlTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
-	if err != nil {
-		return nil, false
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return nil, false
-	}
-	defer resp.Body.Close()
 	var l modelList
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxModelsAnswerBytes)).Decode(&l) != nil {
+	if getJSON(ctx, g.client, base+"/v1/models", maxModelsAnswerBytes, &l) != nil {
 		return nil, false
 	}
 	return l.Data, true
@@ -153,6 +141,5 @@ func (g *Gateway) handleHome(w http.ResponseWriter, r *http.Request) {
 		errorTable.Write(w, ErrNoNode)
 		return
 	}
-	body, _ := json.Marshal(a)
-	oaiedge.WriteJSON(w, http.StatusOK, body)
+	oaiedge.WriteOK(w, a)
 }

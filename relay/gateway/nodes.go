@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -73,18 +76,30 @@ func (p *nodePool) poll(ctx context.Context, client *http.Client) {
 
 // ready reports whether a node answers /ready with 200.
 func ready(ctx context.Context, client *http.Client, base string) bool {
+	return getJSON(ctx, client, base+"/ready", 0, nil) == nil
+}
+
+// getJSON GETs u within ControlTimeout and decodes its 200 answer, of at
+// most limit bytes, into v (nil: the status alone matters).
+func getJSON(ctx context.Context, client *http.Client, u string, limit int64, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, ControlTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/ready", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return false
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return err
 	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("status %d", resp.StatusCode)
+	case v != nil:
+		return json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(v)
+	}
+	return nil
 }
 
 // pollLoop polls every interval until ctx ends.

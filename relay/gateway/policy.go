@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -65,18 +66,10 @@ type Policy struct {
 // EnsureDefaults fills zero fields; set a negative MinAdvantageMs to
 // prefer remote DCs on ties.
 func (p *Policy) EnsureDefaults() {
-	if p.PrefillCostPerTokenMs == 0 {
-		p.PrefillCostPerTokenMs = DefaultPrefillCostPerTokenMs
-	}
-	if p.UtilizationPenaltyMs == 0 {
-		p.UtilizationPenaltyMs = DefaultUtilizationPenaltyMs
-	}
-	if p.MaxUtilization == 0 {
-		p.MaxUtilization = DefaultMaxUtilization
-	}
-	if p.MaxStaleness == 0 {
-		p.MaxStaleness = DefaultMaxStaleness
-	}
+	p.PrefillCostPerTokenMs = cmp.Or(p.PrefillCostPerTokenMs, DefaultPrefillCostPerTokenMs)
+	p.UtilizationPenaltyMs = cmp.Or(p.UtilizationPenaltyMs, DefaultUtilizationPenaltyMs)
+	p.MaxUtilization = cmp.Or(p.MaxUtilization, DefaultMaxUtilization)
+	p.MaxStaleness = cmp.Or(p.MaxStaleness, DefaultMaxStaleness)
 }
 
 // Validate reports a knob outside its range, wrapped in ErrConfig.

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
@@ -18,7 +18,7 @@ import (
 const relayBufBytes = 32 << 10
 
 // hopHeaders are the hop-by-hop headers (RFC 9110 §7.6.1) a proxy must
-// not pass on, in either direction.
+// not pass on, in either direction (canonical keys).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
@@ -90,7 +90,7 @@ const maxBufferedAnswer = 4 << 20
 // answer would be cut after its status line. A stream that fails ends
 // with an error event (midStreamFailure).
 func bufferAnswer(resp *http.Response) (*http.Response, error) {
-	if isEventStream(resp.Header) {
+	if oaiedge.IsEventStream(resp.Header) {
 		return resp, nil
 	}
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedAnswer+1))
@@ -149,7 +149,7 @@ func (x *exchange) relay(resp *http.Response, dc string) {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	x.w.WriteHeader(resp.StatusCode)
-	if isEventStream(resp.Header) {
+	if oaiedge.IsEventStream(resp.Header) {
 		_ = x.rc.Flush()
 	}
 	buf := make([]byte, relayBufBytes)
@@ -181,18 +181,12 @@ func (x *exchange) midStreamFailure(resp *http.Response, dc string, err error) {
 		return
 	}
 	x.g.cfg.Log.Warn("upstream failed mid-answer", "dc", dc, "err", err)
-	if !isEventStream(resp.Header) {
+	if !oaiedge.IsEventStream(resp.Header) {
 		return
 	}
 	// The class is a failed upstream's, whichever DC it was in.
 	_, _ = x.w.Write(oaiedge.StreamErrorEvent(errors.New("upstream failed mid-stream"), errorTable.Classify(ErrNoNode)))
 	_ = x.rc.Flush()
-}
-
-// isEventStream reports an answer of Content-Type text/event-stream.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
 }
 
 // upstreamFailed answers a request no node could take, unless the client
@@ -208,21 +202,11 @@ func (x *exchange) upstreamFailed(err error) {
 // copyHeaders adds src's end-to-end headers to dst.
 func copyHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		if isHop(k) || k == "Content-Length" || k == "Host" {
+		if slices.Contains(hopHeaders, k) || k == "Content-Length" || k == "Host" {
 			continue
 		}
 		dst[k] = append(dst[k][:0:0], vs...)
 	}
-}
-
-// isHop reports a hop-by-hop header (keys are canonical).
-func isHop(k string) bool {
-	for _, h := range hopHeaders {
-		if k == h {
-			return true
-		}
-	}
-	return false
 }
 
 // maxControlDrain bounds what closing a control answer reads of its rest:

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/tokenize"
 )
 
@@ -21,9 +22,9 @@ func TestExplainSaysWhereTheTokensCameFrom(t *testing.T) {
 		name, body, tokens string
 		blocks             bool
 	}{
-		{"text with a tokenizer", `{"model":"m","prompt":"` + long + `"}`, tokensExact, true},
-		{"text without one", `{"model":"other","prompt":"` + long + `"}`, tokensApproximate, false},
-		{"token ids", `{"model":"other","prompt":[1,2,3,4,5,6,7,8]}`, tokensClient, true},
+		{"text with a tokenizer", `{"model":"m","prompt":"` + long + `"}`, oaiedge.TokensExact, true},
+		{"text without one", `{"model":"other","prompt":"` + long + `"}`, oaiedge.TokensApproximate, false},
+		{"token ids", `{"model":"other","prompt":[1,2,3,4,5,6,7,8]}`, oaiedge.TokensClient, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

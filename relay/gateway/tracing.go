@@ -32,42 +32,17 @@ const (
 	attrUpstream = "server.address"
 )
 
-// tracing reports whether the configured provider records spans.
-func (c *Config) tracing() bool {
-	if c.TracerProvider == nil {
-		return false
-	}
-	_, off := c.TracerProvider.(noop.TracerProvider)
-	return !off
-}
-
 // tracer is the gateway's tracer (a no-op one without a provider).
 func (c *Config) tracer() trace.Tracer {
-	if !c.tracing() {
+	if c.TracerProvider == nil {
 		return noop.NewTracerProvider().Tracer(tracerName)
 	}
 	return c.TracerProvider.Tracer(tracerName)
 }
 
-// withTracing puts otelhttp's server span, with W3C trace context from the
-// client, around every request but the probes and /metrics, when spans
-// are recorded. Without them the handler is left bare: the trace context
-// is still passed on (startRequest).
-func (g *Gateway) withTracing(h http.Handler) http.Handler {
-	if !g.cfg.tracing() {
-		return h
-	}
-	return oaiedge.Traced(h, "kvrouter.gateway", g.cfg.TracerProvider)
-}
-
-// startRequest starts the request span: a child of otelhttp's span, or,
-// when there is none, of the client's traceparent.
+// startRequest starts the request span under oaiedge.SpanParent.
 func (g *Gateway) startRequest(r *http.Request, ep oaiedge.Endpoint) (*http.Request, trace.Span) {
-	ctx := r.Context()
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	}
-	ctx, span := g.tracer.Start(ctx, spanRequest+ep.Path())
+	ctx, span := g.tracer.Start(oaiedge.SpanParent(r), spanRequest+ep.Path())
 	return r.WithContext(ctx), span
 }
 

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -42,20 +43,14 @@ func groupPeers(peers []Peer) []peerDC {
 			out = append(out, peerDC{DC: p.DC, WANRTT: p.WANRTT})
 		}
 		g := &out[i]
-		g.Publish = appendNew(g.Publish, p.PublishAddr)
-		g.Gateways = appendNew(g.Gateways, p.GatewayURL)
-	}
-	return out
-}
-
-// appendNew appends s unless xs holds it.
-func appendNew(xs []string, s string) []string {
-	for _, x := range xs {
-		if x == s {
-			return xs
+		if !slices.Contains(g.Publish, p.PublishAddr) {
+			g.Publish = append(g.Publish, p.PublishAddr)
+		}
+		if !slices.Contains(g.Gateways, p.GatewayURL) {
+			g.Gateways = append(g.Gateways, p.GatewayURL)
 		}
 	}
-	return append(xs, s)
+	return out
 }
 
 // remote is the gateway's view of the peer DC.

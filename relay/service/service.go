@@ -254,18 +254,10 @@ func New(cfg Config) (*Relay, error) {
 	if err := secure.Check(cfg.listeners(), cfg.Insecure, cfg.Log); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if cfg.HeartbeatInterval == 0 {
-		cfg.HeartbeatInterval = time.Second
-	}
-	if cfg.Name == "" {
-		cfg.Name = "relay-" + cfg.DC
-	}
-	if cfg.Producer.Filter.Capacity == 0 {
-		cfg.Producer.Filter.Capacity = DefaultSummaryCapacity
-	}
-	if cfg.Producer.Filter.Kind == 0 {
-		cfg.Producer.Filter.Kind = filter.KindCuckoo
-	}
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)
+	cfg.Name = cmp.Or(cfg.Name, "relay-"+cfg.DC)
+	cfg.Producer.Filter.Capacity = cmp.Or(cfg.Producer.Filter.Capacity, DefaultSummaryCapacity)
+	cfg.Producer.Filter.Kind = cmp.Or(cfg.Producer.Filter.Kind, filter.KindCuckoo)
 	r := &Relay{cfg: cfg, log: cfg.Log.With("dc", cfg.DC, "relay", cfg.Name), producers: map[string]*producer.Producer{},
 		ready: make(chan struct{}), ended: make(chan struct{})}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x72656c6179))
@@ -463,13 +455,10 @@ func (r *Relay) run(ctx context.Context) error {
 	wg.Go(func() { r.feed(ctx, plane.Registry()) })
 	wg.Go(func() { r.loads(ctx, plane.Registry()) })
 	conns, err := r.addLanes()
-	if err != nil {
-		cancel()
-		gs.Stop()
-		wg.Wait()
-		return err
+	waitAdmin := func() {}
+	if err == nil {
+		waitAdmin, err = r.serveAdmin(ctx)
 	}
-	waitAdmin, err := r.serveAdmin(ctx)
 	if err != nil {
 		cancel()
 		gs.Stop()
