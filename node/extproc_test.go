@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -237,19 +238,25 @@ func TestExtProcClientDisconnectMidBody(t *testing.T) {
 // for its own reasons (no engine of the configured block size) goes on
 // without a destination; without it, it gets 503.
 func TestExtProcFailOpen(t *testing.T) {
+	// One subtest per mode, so that each fleet stops (and its leak check
+	// runs) before the next starts: a fleet still running would start
+	// goroutines, such as a NATS subscription's, that the next fleet's
+	// leak check does not know.
 	for _, open := range []bool{true, false} {
-		f := pickerFleet(t, 1, func(c *node.Config) {
-			c.Dispatch.BlockSize = 64 // the engines' is 16: none is a candidate
-			c.Selection.ExtProc.FailOpen = open
+		t.Run(fmt.Sprintf("fail-open=%v", open), func(t *testing.T) {
+			f := pickerFleet(t, 1, func(c *node.Config) {
+				c.Dispatch.BlockSize = 64 // the engines' is 16: none is a candidate
+				c.Selection.ExtProc.FailOpen = open
+			})
+			e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
+			dest, im := e.request(completionBody(seq(1, 128)), 0, nil)
+			switch {
+			case open && (dest != "" || im != nil):
+				t.Fatalf("fail-open: destination %q, immediate %v", dest, im)
+			case !open && im.GetStatus().GetCode() != 503:
+				t.Fatalf("fail-closed: %v", im)
+			}
 		})
-		e := newEnvoy(t, f, filterv3.ProcessingMode_BUFFERED)
-		dest, im := e.request(completionBody(seq(1, 128)), 0, nil)
-		switch {
-		case open && (dest != "" || im != nil):
-			t.Fatalf("fail-open: destination %q, immediate %v", dest, im)
-		case !open && im.GetStatus().GetCode() != 503:
-			t.Fatalf("fail-closed: %v", im)
-		}
 	}
 }
 
