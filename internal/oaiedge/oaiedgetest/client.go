@@ -210,20 +210,21 @@ func (s *Stream) Next() bool {
 			s.body.Close()
 			return false
 		}
-		s.cur = Completion{}
-		var e struct {
+		var chunk struct {
+			Completion
 			Error *struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if json.Unmarshal([]byte(data), &e) == nil && e.Error != nil {
-			s.fail(fmt.Errorf("error event: %s", e.Error.Message))
-			return false
-		}
-		if err := json.Unmarshal([]byte(data), &s.cur); err != nil {
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
 			s.fail(fmt.Errorf("chunk %q: %w", data, err))
 			return false
 		}
+		if chunk.Error != nil {
+			s.fail(fmt.Errorf("error event: %s", chunk.Error.Message))
+			return false
+		}
+		s.cur = chunk.Completion
 		return true
 	}
 	err := s.sc.Err()
