@@ -1,9 +1,11 @@
 package consensus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,7 +188,11 @@ func (n *Node) freshSnapshot() {
 			n.log.Info("took a fresh snapshot to replace a corrupt one")
 			return
 		}
-		n.log.Warn("replacing a corrupt snapshot; retrying", "err", err, "retry_in", wait)
+		level := slog.LevelWarn
+		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			level = slog.LevelDebug // a quiet follower: retried once entries arrive
+		}
+		n.log.Log(context.Background(), level, "replacing a corrupt snapshot; retrying", "err", err, "retry_in", wait)
 		select {
 		case <-n.stop:
 			return
