@@ -45,9 +45,12 @@ type testCluster struct {
 func fastConfig(id string, clock *fakeClock) Config {
 	return Config{
 		NodeID: id, DC: "dc1", Bootstrap: true,
-		HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
-		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-		ApplyTimeout: 500 * time.Millisecond, BarrierTimeout: 500 * time.Millisecond,
+		// Quick elections, but a lease that a loaded two-core machine does
+		// not lose to a scheduling stall: at 50 ms leaders stepped down
+		// mid-test under a parallel build.
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		ApplyTimeout: 3 * time.Second, BarrierTimeout: 3 * time.Second,
 		ExpiryInterval: 20 * time.Millisecond, Now: clock.Now,
 	}
 }
