@@ -66,17 +66,6 @@ var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, t
 // prefix cannot trigger a huge allocation.
 const maxSnapValueBytes = MaxCardBytes
 
-// tableIndex returns the position of a table in snapTables, or -1.
-func tableIndex(t byte) int {
-	return bytes.IndexByte(snapTables[:], t)
-}
-
-// streamTable returns the position of a record tag among the tables the
-// stream's version carries, or -1.
-func (sr *snapReader) streamTable(t byte) int {
-	return bytes.IndexByte(sr.tables, t)
-}
-
 // snapWriter writes the stream through a hash and a buffer, keeping the
 // first error and the per-table record counts.
 type snapWriter struct {
@@ -122,7 +111,7 @@ func (sw *snapWriter) record(k, v []byte) {
 	rec = append(rec, k[1:]...)
 	rec = binary.AppendUvarint(rec, uint64(len(v)))
 	sw.write(append(rec, v...))
-	sw.counts[tableIndex(k[0])]++
+	sw.counts[bytes.IndexByte(snapTables[:], k[0])]++
 }
 
 // trailer writes the counts and the checksum, then flushes.
