@@ -89,11 +89,11 @@ func (s *adminServer) Join(ctx context.Context, req *kvrpb.AdminJoinRequest) (*k
 	if err := s.n.checkJoiner(ctx, req); err != nil {
 		return nil, err
 	}
-	if leader, err := s.relay(ctx); err != nil || leader != nil {
+	if leader, rctx, err := s.relay(ctx); err != nil || leader != nil {
 		if err != nil {
 			return nil, err
 		}
-		return leader.Join(ctx, req)
+		return leader.Join(rctx, req)
 	}
 	if err := s.n.vetCandidate(ctx, req); err != nil {
 		return nil, err
@@ -115,11 +115,11 @@ func (s *adminServer) Leave(ctx context.Context, req *kvrpb.AdminLeaveRequest) (
 	if req.GetId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "leave: id is required")
 	}
-	if leader, err := s.relay(ctx); err != nil || leader != nil {
+	if leader, rctx, err := s.relay(ctx); err != nil || leader != nil {
 		if err != nil {
 			return nil, err
 		}
-		return leader.Leave(ctx, req)
+		return leader.Leave(rctx, req)
 	}
 	if err := s.n.RemoveServer(req.GetId()); err != nil {
 		return nil, adminStatus(err)
@@ -129,54 +129,31 @@ func (s *adminServer) Leave(ctx context.Context, req *kvrpb.AdminLeaveRequest) (
 }
 
 // relay returns nil on the leader, and otherwise a client of the leader's
-// admin service with ctx marked as relayed; a relayed call that reaches a
-// follower is refused, never relayed twice.
-func (s *adminServer) relay(ctx context.Context) (kvrpb.ClusterAdminClient, error) {
+// admin service and ctx marked as relayed; a relayed call that reaches a
+// follower is refused, never relayed twice. The caller's join token is
+// passed on: without TLS the leader cannot tell a member's relay from a
+// forged one, so it checks the operator's credential itself.
+func (s *adminServer) relay(ctx context.Context) (kvrpb.ClusterAdminClient, context.Context, error) {
 	if s.n.IsLeader() {
-		return nil, nil
+		return nil, nil, nil
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(forwardedKey)) > 0 {
-		return nil, status.Error(codes.Aborted, ErrForwardLoop.Error())
+	md, _ := metadata.FromIncomingContext(ctx)
+	if len(md.Get(forwardedKey)) > 0 {
+		return nil, nil, status.Error(codes.Aborted, ErrForwardLoop.Error())
 	}
 	_, id := s.n.raft.LeaderWithID()
 	if id == "" {
-		return nil, status.Error(codes.Unavailable, ErrNoLeader.Error())
+		return nil, nil, status.Error(codes.Unavailable, ErrNoLeader.Error())
 	}
 	cc, err := s.n.conn(id)
 	if err != nil {
-		return nil, status.Error(codes.Unavailable, err.Error())
+		return nil, nil, status.Error(codes.Unavailable, err.Error())
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	return relayClient{kvrpb.NewClusterAdminClient(cc), s.n.cfg.NodeID, md.Get(JoinTokenKey)}, nil
-}
-
-// relayClient marks its calls as relayed, and passes the caller's join
-// token on: without TLS the leader cannot tell a member's relay from a
-// forged one, so it checks the operator's credential itself.
-type relayClient struct {
-	c     kvrpb.ClusterAdminClient
-	from  string
-	token []string
-}
-
-func (r relayClient) mark(ctx context.Context) context.Context {
-	ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, r.from)
-	if len(r.token) == 1 {
-		ctx = metadata.AppendToOutgoingContext(ctx, JoinTokenKey, r.token[0])
+	ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, s.n.cfg.NodeID)
+	if token := md.Get(JoinTokenKey); len(token) == 1 {
+		ctx = metadata.AppendToOutgoingContext(ctx, JoinTokenKey, token[0])
 	}
-	return ctx
-}
-
-func (r relayClient) Status(ctx context.Context, in *kvrpb.AdminStatusRequest, o ...grpc.CallOption) (*kvrpb.AdminStatusResponse, error) {
-	return r.c.Status(r.mark(ctx), in, o...)
-}
-
-func (r relayClient) Join(ctx context.Context, in *kvrpb.AdminJoinRequest, o ...grpc.CallOption) (*kvrpb.AdminJoinResponse, error) {
-	return r.c.Join(r.mark(ctx), in, o...)
-}
-
-func (r relayClient) Leave(ctx context.Context, in *kvrpb.AdminLeaveRequest, o ...grpc.CallOption) (*kvrpb.AdminLeaveResponse, error) {
-	return r.c.Leave(r.mark(ctx), in, o...)
+	return kvrpb.NewClusterAdminClient(cc), ctx, nil
 }
 
 // adminStatus maps a membership error to a gRPC status.

@@ -20,7 +20,7 @@ const vetTimeout = 5 * time.Second
 
 // refuseJoin counts and returns a refused join.
 func (n *Node) refuseJoin(reason, format string, args ...any) error {
-	n.refused(linkJoin, reason)
+	n.sec.Refused(linkJoin, reason)
 	msg := fmt.Sprintf(format, args...)
 	n.log.Warn("join refused", "reason", reason, "detail", msg)
 	return status.Error(codes.PermissionDenied, fmt.Sprintf("%v: %s", ErrUnauthorized, msg))

@@ -99,7 +99,7 @@ func (n *Node) authorize(ctx context.Context, method string) error {
 	if reason == "" {
 		return nil
 	}
-	n.refused(link, reason)
+	n.sec.Refused(link, reason)
 	n.log.Debug("cluster API call refused", "method", method, "reason", reason, "detail", msg, "peer", peerAddr(ctx))
 	return status.Error(codes.PermissionDenied, fmt.Sprintf("%v: %s", ErrUnauthorized, msg))
 }
@@ -128,9 +128,6 @@ func (n *Node) rule(ctx context.Context, method string) (link, reason, msg strin
 	}
 	return linkAPI, mtls.ReasonWrongRole, "no rule for " + method
 }
-
-// refused counts a refusal.
-func (n *Node) refused(link, reason string) { n.sec.Refused(link, reason) }
 
 // forwarder is the member id a call's forwarding mark names, if any.
 func forwarder(ctx context.Context) string {

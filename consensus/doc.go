@@ -216,23 +216,26 @@
 // It does not decide KV-event gaps or resyncs (the FSM keeps the cursors
 // the node's ingestion compares against).
 //
+// # Operations
+//
+// TransferLeadership hands a leader's role to another voter (a draining
+// node calls it before Shutdown). WriteBackup writes a member's state in
+// the snapshot format, and RestoreBackup, on the leader, verifies such a
+// stream whole and replaces every member's state with it through
+// raft.Restore, re-stamped past the log's last index (backup.go explains
+// why); both are served by the ClusterBackup gRPC service
+// (RegisterBackup), and ReadBackupFile/WriteBackupFile are the file
+// format of `kvrouter cluster backup`.
+//
 // # Concurrency and shutdown
 //
 // Node, FSM, Sessions and Batcher are safe for concurrent use. Every
 // goroutine has an owner: Node.Shutdown stops the leadership watcher and
 // leader loop, then raft, then closes forwarding connections and a
 // transport the node built; Sessions.Close stops its keep-alive loop;
-// Operations: TransferLeadership hands a leader's role to another voter
-// (a draining node calls it before Shutdown). WriteBackup writes a
-// member's state in the snapshot format, and RestoreBackup, on the
-// leader, verifies such a stream whole and replaces every member's state
-// with it through raft.Restore, re-stamped past the log's last index
-// (backup.go explains why); both are served by the ClusterBackup gRPC
-// service (RegisterBackup), and ReadBackupFile/WriteBackupFile are the
-// file format of `kvrouter cluster backup`.
-//
-// Batcher.Run ends with its context, once its outstanding entries resolved
-// (applied, or failed by a leadership change or raft's shutdown). In one process hosting several nodes
-// (tests), shut every raft down before closing the shared transports, or
-// peers' connection handlers outlive them.
+// Batcher.Run ends with its context, once its outstanding entries
+// resolved (applied, or failed by a leadership change or raft's
+// shutdown). In one process hosting several nodes (tests), shut every
+// raft down before closing the shared transports, or peers' connection
+// handlers outlive them.
 package consensus

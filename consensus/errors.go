@@ -41,8 +41,6 @@ var (
 	// ErrSessionLimit is returned by Bind when a new key would exceed the
 	// bound on bindings.
 	ErrSessionLimit = errors.New("consensus: session limit reached")
-	// ErrClosed is returned by a Sessions store or Batcher after Close.
-	ErrClosed = errors.New("consensus: closed")
 	// ErrBadSnapshot is returned by Restore for a snapshot stream it cannot
 	// read; the FSM keeps its previous state.
 	ErrBadSnapshot = errors.New("consensus: malformed snapshot")

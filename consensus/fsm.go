@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kvrouter/kvrouter/internal/failpoint"
 	"github.com/kvrouter/kvrouter/internal/metrics"
@@ -185,5 +186,5 @@ func (f *FSM) recall(id string) (*kvrpb.RaftResult, bool) {
 	if !ok {
 		return nil, false
 	}
-	return cloneResult(r), true
+	return proto.CloneOf(r), true
 }

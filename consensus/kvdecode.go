@@ -42,17 +42,13 @@ func decodeKVEventsFast(p []byte) (out [][]routing.Event, ok bool) {
 	// An encoded stored block takes 20 bytes, so this is room for every
 	// block of an entry that is mostly stored events.
 	arena := make([]routing.StoredBlock, 0, len(p)/20)
-	for len(p) > 0 {
-		num, typ, n := protowire.ConsumeTag(p)
-		if n < 0 || num != fieldKVEventsBatches || typ != protowire.BytesType {
+	r := fieldReader{p: p}
+	for len(r.p) > 0 {
+		f, ok := r.next(fieldKVEventsBatches)
+		if !ok || f.num != fieldKVEventsBatches || f.typ != protowire.BytesType {
 			return nil, false
 		}
-		body, m := protowire.ConsumeBytes(p[n:])
-		if m < 0 {
-			return nil, false
-		}
-		p = p[n+m:]
-		rb, ok := decodeBatchFast(body, &arena)
+		rb, ok := decodeBatchFast(f.b, &arena)
 		if !ok {
 			return nil, false
 		}

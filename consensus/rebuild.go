@@ -36,11 +36,6 @@ import (
 // aside in: <prefix><UTC time>.
 const corruptDirPrefix = "corrupt-"
 
-// IsCorrupt reports whether err means stored bytes failed a checksum or
-// did not decode (store.ErrCorrupt, or Pebble's corruption class), as
-// opposed to a disk that cannot be reached or options that are wrong.
-func IsCorrupt(err error) bool { return isCorrupt(err) }
-
 // Raft's stable store keys (hashicorp/raft's names).
 var stableKeys = [][]byte{[]byte("CurrentTerm"), []byte("LastVoteTerm")}
 

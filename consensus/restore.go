@@ -186,25 +186,20 @@ func (f *FSM) loadRank(rs *kvrpb.RaftRankState) {
 	w := routing.Worker{ID: routing.WorkerID(rs.EngineId), Rank: rs.Rank}
 	f.st.SetCursor(w, rs.Cursor)
 	var events []routing.Event
+	var arena []routing.StoredBlock
 	for _, o := range rs.Blocks {
 		eh, seq := routing.EngineHash(o.EngineHash), routing.SeqHash(o.SeqHash)
 		f.st.PutBlock(w, eh, seq)
 		f.st.SetTiers(w, seq, uint8(o.Tiers))
-		events = append(events, rootEvents(w, eh, seq, uint8(o.Tiers))...)
+		events, arena = appendRootEvents(events, arena, w, eh, seq, uint8(o.Tiers))
 	}
 	if err := f.idx.ReplaceWorker(w, events, rs.Cursor); err != nil {
 		f.log.Warn("rebuilding the index from a snapshot", "worker", w.String(), "err", err)
 	}
 }
 
-// rootEvents returns one single-block root event per tier bit of a block.
-func rootEvents(w routing.Worker, eh routing.EngineHash, seq routing.SeqHash, tiers uint8) []routing.Event {
-	events, _ := appendRootEvents(nil, nil, w, eh, seq, tiers)
-	return events
-}
-
-// appendRootEvents appends rootEvents to events, carving each event's one
-// block from arena (a rebuild of a million blocks then allocates a few
+// appendRootEvents appends one single-block root event per tier bit of a
+// block to events, carving each event's one block from arena (a rebuild of a million blocks then allocates a few
 // large slices instead of a million small ones).
 func appendRootEvents(events []routing.Event, arena []routing.StoredBlock, w routing.Worker,
 	eh routing.EngineHash, seq routing.SeqHash, tiers uint8) ([]routing.Event, []routing.StoredBlock) {

@@ -1,10 +1,6 @@
 package consensus
 
-import (
-	"google.golang.org/protobuf/proto"
-
-	"github.com/kvrouter/kvrouter/proto/kvrpb"
-)
+import "github.com/kvrouter/kvrouter/proto/kvrpb"
 
 // Code is a command's business outcome, RaftResult.code. Codes are part
 // of the replicated behaviour and are never renumbered.
@@ -42,6 +38,3 @@ func result(c Code) *kvrpb.RaftResult { return &kvrpb.RaftResult{Code: uint32(c)
 
 // counted builds an OK result with a count.
 func counted(n int) *kvrpb.RaftResult { return &kvrpb.RaftResult{Count: uint64(n)} }
-
-// cloneResult deep-copies a result so callers may keep it.
-func cloneResult(r *kvrpb.RaftResult) *kvrpb.RaftResult { return proto.CloneOf(r) }

@@ -27,7 +27,7 @@ import (
 // the node refuses to start on it (see ErrNeedsRebuild).
 func OpenDurableState(opts store.Options, log *slog.Logger) (fs *store.FSMStore, st *StoreState, rebuilt bool, err error) {
 	fs, st, err = openState(opts)
-	if err == nil || !isCorrupt(err) {
+	if err == nil || !IsCorrupt(err) {
 		return fs, st, false, err
 	}
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
@@ -58,9 +58,10 @@ func openState(opts store.Options) (*store.FSMStore, *StoreState, error) {
 	return fs, st, nil
 }
 
-// isCorrupt reports whether err means the store's bytes are bad rather
-// than the disk unreachable or the options wrong.
-func isCorrupt(err error) bool {
+// IsCorrupt reports whether err means stored bytes failed a checksum or
+// did not decode (store.ErrCorrupt, or Pebble's corruption class), as
+// opposed to a disk that cannot be reached or options that are wrong.
+func IsCorrupt(err error) bool {
 	return errors.Is(err, store.ErrCorrupt) || pebble.IsCorruptionError(err)
 }
 

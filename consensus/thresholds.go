@@ -20,8 +20,6 @@ import (
 
 // thresholdTable is the State's thresholds table.
 type thresholdTable interface {
-	// Threshold returns a model's runtime thresholds.
-	Threshold(model string) (*kvrpb.RaftThresholds, bool)
 	// PutThreshold stores t under t.Model.
 	PutThreshold(t *kvrpb.RaftThresholds)
 	// DeleteThreshold drops a model's runtime thresholds.
@@ -99,12 +97,6 @@ func (f *FSM) RuntimeThresholds(model string) (*kvrpb.RaftThresholds, bool) {
 // attempt under the same request id, and returns the entry's index.
 func (n *Node) SetThresholds(ctx context.Context, requestID string, t *kvrpb.RaftThresholds, unset bool) (uint64, error) {
 	return n.applyIndex(ctx, "set_thresholds", &kvrpb.RaftSetThresholds{RequestId: requestID, Thresholds: t, Unset: unset})
-}
-
-// Threshold implements State.
-func (s *MemState) Threshold(model string) (*kvrpb.RaftThresholds, bool) {
-	t, ok := s.thresholds[model]
-	return t, ok
 }
 
 // PutThreshold implements State.

@@ -13,9 +13,10 @@
 // raft.MonotonicLogStore). DeleteRange treats min > max as a no-op and
 // handles max == MaxUint64 without overflow. Returned values are copies.
 //
-// FSMStore holds six tables (ownership, workers, cursors, sessions, engine
-// block ids, remembered requests) and a meta table. Writes go through a Batch that commits atomically with the
-// applied raft index and term, without a WAL sync: the raft log replays
+// FSMStore holds eight tables (ownership, workers, cursors, sessions,
+// engine block ids, remembered requests, runtime thresholds, worker-set
+// incumbents) and a meta table. Writes go through a Batch that commits
+// atomically with the applied raft index and term, without a WAL sync: the raft log replays
 // them after a crash, and because the index shares the batch, the stored
 // applied index never runs ahead of the data it covers. Sync and Snapshot
 // sync the WAL so nothing raft may compact away is lost; Flush writes the
@@ -28,8 +29,8 @@
 // Restore loads into a fresh generation directory, verifies everything,
 // flushes, and only then swaps it in by renaming the LIVE file; on any
 // error the live state is untouched and a malformed stream is ErrCorrupt.
-// Snapshots are written in format version 2; restore also reads version 1
-// streams, which predate the engine block and request tables.
+// Snapshots are written in format version 4; restore also reads versions
+// 1 to 3, which predate some tables (snapformat.go lists which).
 //
 // # Full disk and corruption
 //

@@ -49,8 +49,7 @@ func (s *FSMStore) EngineBlock(worker uint64, rank uint32, engineHash uint64) (u
 // ScanEngineBlocks calls fn for every engine block row, ordered by worker,
 // rank and engine hash.
 func (s *FSMStore) ScanEngineBlocks(fn func(EngineBlock) error) error {
-	lo, hi := prefixBounds(tableEngine)
-	return scanTable(s, lo, hi, decodeEngineBlock, fn)
+	return scanPrefix(s, tableEngine, decodeEngineBlock, fn)
 }
 
 // ScanEngineBlocksOfRank calls fn for every engine block id of one rank.

@@ -9,10 +9,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// FSMStore is the FSM's durable state: the ownership, worker, cursor,
-// session, engine block and remembered-request tables plus the applied index, in a Pebble instance separate from
-// the raft log. Writes skip the WAL sync because the raft log replays them;
-// the applied index is written in the same batch as the data it covers.
+// FSMStore is the FSM's durable state: its tables (see the package doc)
+// plus the applied index, in a Pebble instance separate from the raft log.
+// Writes skip the WAL sync because the raft log replays them; the applied
+// index is written in the same batch as the data it covers.
 type FSMStore struct {
 	opts Options
 	// commitMu serialises batch commits, snapshots' applied reads and

@@ -27,8 +27,7 @@ func (b *Batch) DeleteIncumbent(set string) { b.del(incumbentKey(set)) }
 // ScanIncumbents calls fn for every row of the incumbents table, ordered
 // by set key; the value is a copy.
 func (s *FSMStore) ScanIncumbents(fn func(Incumbent) error) error {
-	lo, hi := prefixBounds(tableIncumbent)
-	return scanTable(s, lo, hi, decodeIncumbent, fn)
+	return scanPrefix(s, tableIncumbent, decodeIncumbent, fn)
 }
 
 // decodeIncumbent decodes an incumbents row.

@@ -51,6 +51,12 @@ func scanTable[T any](s *FSMStore, lower, upper []byte, decode func(k, v []byte)
 	})
 }
 
+// scanPrefix is scanTable over every row of one table.
+func scanPrefix[T any](s *FSMStore, table byte, decode func(k, v []byte) (T, error), fn func(T) error) error {
+	lo, hi := prefixBounds(table)
+	return scanTable(s, lo, hi, decode, fn)
+}
+
 // lookup reads the row at key from the live generation and decodes it
 // with its table's decoder.
 func lookup[T any](s *FSMStore, key []byte, decode func(k, v []byte) (T, error)) (row T, err error) {
@@ -90,8 +96,7 @@ func (s *FSMStore) Session(key string) (Session, error) {
 // ScanOwners calls fn for every ownership row, ordered by worker, rank and
 // block hash. It is the rebuild path of the in-memory index on restart.
 func (s *FSMStore) ScanOwners(fn func(Owner) error) error {
-	lo, hi := prefixBounds(tableOwner)
-	return scanTable(s, lo, hi, decodeOwner, fn)
+	return scanPrefix(s, tableOwner, decodeOwner, fn)
 }
 
 // ScanOwnersOfRank calls fn for every block held by one rank.
@@ -102,18 +107,15 @@ func (s *FSMStore) ScanOwnersOfRank(worker uint64, rank uint32, fn func(Owner) e
 
 // ScanCursors calls fn for every cursor row.
 func (s *FSMStore) ScanCursors(fn func(Cursor) error) error {
-	lo, hi := prefixBounds(tableCursor)
-	return scanTable(s, lo, hi, decodeCursor, fn)
+	return scanPrefix(s, tableCursor, decodeCursor, fn)
 }
 
 // ScanWorkers calls fn for every worker card; the card is a copy.
 func (s *FSMStore) ScanWorkers(fn func(WorkerCard) error) error {
-	lo, hi := prefixBounds(tableWorker)
-	return scanTable(s, lo, hi, decodeWorker, fn)
+	return scanPrefix(s, tableWorker, decodeWorker, fn)
 }
 
 // ScanSessions calls fn for every session binding, ordered by key.
 func (s *FSMStore) ScanSessions(fn func(Session) error) error {
-	lo, hi := prefixBounds(tableSession)
-	return scanTable(s, lo, hi, decodeSessionRow, fn)
+	return scanPrefix(s, tableSession, decodeSessionRow, fn)
 }

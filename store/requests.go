@@ -72,8 +72,7 @@ func (s *FSMStore) Request(id string) (Request, error) {
 
 // ScanRequests calls fn for every remembered request, oldest first.
 func (s *FSMStore) ScanRequests(fn func(Request) error) error {
-	lo, hi := prefixBounds(tableRequestSeq)
-	return scanTable(s, lo, hi, decodeRequest, fn)
+	return scanPrefix(s, tableRequestSeq, decodeRequest, fn)
 }
 
 // OldestRequest returns the first request in FIFO order, or ErrNotFound

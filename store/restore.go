@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func load(g *generation, r io.Reader) error {
 
 // loadRecord reads, validates and stages one record.
 func loadRecord(sr *snapReader, b *pebble.Batch, tag byte, counts *[len(snapTables)]uint64) error {
-	i := sr.streamTable(tag)
+	i := bytes.IndexByte(sr.tables, tag) // among the tables of the stream's version
 	if i < 0 {
 		return fmt.Errorf("%w: snapshot record tag 0x%02x", ErrCorrupt, tag)
 	}

@@ -21,25 +21,22 @@ import (
 // checksum so a damaged version field reads as corruption, not as a newer
 // format.
 //
-// Version 2 added the engine block table ('e') and the remembered-request
-// FIFO ('r'), appended to snapTables so that a version 1 stream is exactly
-// a version 2 stream restricted to the first four tables: restore still
-// reads it (the new tables come back empty). The request lookup table
-// ('q') is not streamed: restore rebuilds it from the 'r' rows, so a
-// snapshot cannot carry a lookup that disagrees with its FIFO.
+// Each version appends tables to snapTables, so that an older stream is
+// exactly a current stream restricted to its version's leading tables:
+// restore still reads it (the newer tables come back empty). Version 2
+// added the engine block table ('e') and the remembered-request FIFO
+// ('r'), version 3 the runtime thresholds table ('t'), version 4 the
+// worker-set incumbents table ('i'). The request lookup table ('q') is
+// not streamed: restore rebuilds it from the 'r' rows, so a snapshot
+// cannot carry a lookup that disagrees with its FIFO.
 var snapMagic = [8]byte{'K', 'V', 'R', 'F', 'S', 'M', 'S', 'N'}
 
-// Version 3 appended the runtime thresholds table ('t'); a version 2
-// stream is a version 3 stream without it.
-//
-// Version 4 appended the worker-set incumbents table ('i'); a version 3
-// stream is a version 4 stream without it.
-//
 // snapVersion is the current snapshot format version.
 const snapVersion uint32 = 4
 
 // snapVersionV1 is the oldest version restore reads; its streams carry
-// only the first snapTablesV1 tables of snapTables.
+// only the first snapTablesV1 tables of snapTables. Version 3 streams
+// carry the first snapTablesV3.
 const (
 	snapVersionV1 uint32 = 1
 	snapTablesV1         = 4
@@ -65,17 +62,6 @@ var snapTables = [...]byte{tableCursor, tableOwner, tableSession, tableWorker, t
 // maxSnapValueBytes bounds a record value on read, so a damaged length
 // prefix cannot trigger a huge allocation.
 const maxSnapValueBytes = MaxCardBytes
-
-// tableIndex returns the position of a table in snapTables, or -1.
-func tableIndex(t byte) int {
-	return bytes.IndexByte(snapTables[:], t)
-}
-
-// streamTable returns the position of a record tag among the tables the
-// stream's version carries, or -1.
-func (sr *snapReader) streamTable(t byte) int {
-	return bytes.IndexByte(sr.tables, t)
-}
 
 // snapWriter writes the stream through a hash and a buffer, keeping the
 // first error and the per-table record counts.
@@ -122,7 +108,7 @@ func (sw *snapWriter) record(k, v []byte) {
 	rec = append(rec, k[1:]...)
 	rec = binary.AppendUvarint(rec, uint64(len(v)))
 	sw.write(append(rec, v...))
-	sw.counts[tableIndex(k[0])]++
+	sw.counts[bytes.IndexByte(snapTables[:], k[0])]++
 }
 
 // trailer writes the counts and the checksum, then flushes.

@@ -26,8 +26,7 @@ func (b *Batch) DeleteThreshold(model string) { b.del(thresholdKey(model)) }
 // ScanThresholds calls fn for every row of the thresholds table, ordered
 // by model; the value is a copy.
 func (s *FSMStore) ScanThresholds(fn func(Threshold) error) error {
-	lo, hi := prefixBounds(tableThreshold)
-	return scanTable(s, lo, hi, decodeThreshold, fn)
+	return scanPrefix(s, tableThreshold, decodeThreshold, fn)
 }
 
 // decodeThreshold decodes a thresholds row.
