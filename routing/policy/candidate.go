@@ -71,6 +71,19 @@ func (d *Decision) reset() {
 	d.Costs = d.Costs[:0]
 }
 
+// start resets d for a selection among cands; an empty list is
+// ErrNoCompatibleWorker, as Selector requires.
+func (d *Decision) start(cands []Candidate) error {
+	d.reset()
+	if len(cands) == 0 {
+		return errNoCandidates
+	}
+	return nil
+}
+
+// errNoCandidates is the error of a selection without candidates.
+var errNoCandidates = fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+
 // choose records candidate i as the decision.
 func (d *Decision) choose(cands []Candidate, i int, reason string) {
 	d.Worker, d.Index, d.Overlap, d.Reason = cands[i].Info.Worker, i, cands[i].Overlap, reason
