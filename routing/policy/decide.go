@@ -380,10 +380,7 @@ func (d *Decider) Booked() int {
 	return n
 }
 
-// Candidates returns the candidates with the overlaps and loads that the
-// last Choose on sc compared; valid until sc's next use.
+// Candidates returns the candidates, sorted by worker, with their cached
+// prefixes once Match has run and the loads that the last Choose on sc
+// compared; valid until sc's next use.
 func (sc *Scratch) Candidates() []Candidate { return sc.cands }
-
-// Matched is the candidates with their cached prefixes once Match has
-// run, sorted by worker; they belong to sc.
-func (sc *Scratch) Matched() []Candidate { return sc.cands }
