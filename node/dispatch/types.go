@@ -19,6 +19,17 @@ const (
 	AffinitySoft = policy.AffinitySoft
 )
 
+// Binding is a session's engine; see routing.Binding.
+type Binding = routing.Binding
+
+// Bindings is the session store, whose contract policy.Bindings states:
+// policy.MemBindings for one node, the DC's Raft-replicated store for a cluster.
+type Bindings = policy.Bindings
+
+// Authoritative marks a session store that binds before dispatch; see
+// policy.Authoritative.
+type Authoritative = policy.Authoritative
+
 // Request is what the HTTP frontend knows of a client request when it asks
 // for an engine. Exactly one of Tokens and Text carries the prompt: token
 // ids when the client sent them, otherwise the prompt text (chat messages

@@ -15,6 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"crypto/rand"
+	"encoding/hex"
+	"sync/atomic"
+
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/dispatch"
@@ -134,7 +138,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 	if x.deferHeaders {
 		return nil
 	}
-	return x.send(requestHeaders(&extprocv3.CommonResponse{}, nil))
+	return x.stream.Send(requestHeaders(&extprocv3.CommonResponse{}, nil))
 }
 
 // requestBody buffers a chunk under the body bounds and routes the
@@ -167,7 +171,7 @@ func (x *exchange) pendChunk() error {
 		x.chunks++
 		return nil
 	}
-	return x.send(requestBody(&extprocv3.CommonResponse{}, nil))
+	return x.stream.Send(requestBody(&extprocv3.CommonResponse{}, nil))
 }
 
 // requestTrailers end a body that did not say it ended.
@@ -182,7 +186,7 @@ func (x *exchange) requestTrailers() error {
 	default:
 		return x.violation("request trailers outside the request")
 	}
-	return x.send(requestTrailers())
+	return x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}})
 }
 
 // route decides once the body is in and answers with the destination in
@@ -240,19 +244,19 @@ func (x *exchange) answer(endpoint, prefill string) error {
 	defer func() { x.body = nil }()
 	c, md := destination(endpoint, prefill)
 	if !x.deferHeaders {
-		return x.send(requestBody(c, md))
+		return x.stream.Send(requestBody(c, md))
 	}
-	if err := x.send(requestHeaders(c, md)); err != nil {
+	if err := x.stream.Send(requestHeaders(c, md)); err != nil {
 		return err
 	}
 	if x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
-		return x.send(requestBody(streamedBody(x.body, !x.byTrailers), nil))
+		return x.stream.Send(requestBody(streamedBody(x.body, !x.byTrailers), nil))
 	}
 	if !x.byTrailers {
 		x.chunks++ // the last chunk
 	}
 	for ; x.chunks > 0; x.chunks-- {
-		if err := x.send(requestBody(&extprocv3.CommonResponse{}, nil)); err != nil {
+		if err := x.stream.Send(requestBody(&extprocv3.CommonResponse{}, nil)); err != nil {
 			return err
 		}
 	}
@@ -272,7 +276,7 @@ func (x *exchange) refuse(err error) error {
 	x.s.observe(selection.Outcome(c.Status))
 	x.phase = finished
 	x.body = nil
-	return x.send(immediate(c, err))
+	return x.stream.Send(immediate(c, err))
 }
 
 // subsetUnmet reports a request the subset hint left without an engine:
@@ -299,7 +303,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	if code, err := strconv.Atoi(header(h, ":status")); err == nil && code >= 500 {
 		x.upstream = fmt.Errorf("%w: %d", ErrUpstreamStatus, code)
 	}
-	if err := x.send(responseHeaders()); err != nil {
+	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}); err != nil {
 		return err
 	}
 	if h.GetEndOfStream() {
@@ -327,7 +331,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.respMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		c = streamedBody(b.GetBody(), b.GetEndOfStream())
 	}
-	if err := x.send(responseBody(c)); err != nil {
+	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: c}}}); err != nil {
 		return err
 	}
 	if b.GetEndOfStream() {
@@ -341,7 +345,7 @@ func (x *exchange) responseTrailers() error {
 	if x.phase != answered {
 		return x.violation("response trailers before the request was answered")
 	}
-	if err := x.send(responseTrailers()); err != nil {
+	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}); err != nil {
 		return err
 	}
 	x.end(nil)
@@ -367,11 +371,6 @@ func (x *exchange) end(err error) {
 	if x.s.m != nil {
 		x.s.m.Reservations.Dec()
 	}
-}
-
-// send answers one message.
-func (x *exchange) send(r *extprocv3.ProcessingResponse) error {
-	return x.stream.Send(r)
 }
 
 // readHeaders is the request's headers, pseudo-headers included, and
@@ -421,3 +420,14 @@ func requestID(h http.Header) string {
 	}
 	return id
 }
+
+// nextID and idSuffix make the picker's own request ids unique within
+// the process and across nodes and restarts.
+var (
+	nextID   atomic.Uint64
+	idSuffix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return "-" + hex.EncodeToString(b[:])
+	}()
+)

@@ -16,7 +16,7 @@ type Candidate struct {
 	Overlap routing.Overlap
 	// SharedHits is the number of the request's blocks found in the DC's
 	// shared KV store (the exact index's shared tier) at positions at or
-	// beyond Overlap.Device; the Decider fills it (decide_shared.go).
+	// beyond Overlap.Device; the Decider fills it (sharedHits, decide_match.go).
 	SharedHits int32
 	// Load is the potential load if the worker took the request.
 	Load routing.Load
