@@ -53,7 +53,7 @@ func New(cfg Config, r Router, reqs *frontend.Requests, m *metrics.Metrics, log 
 	if m != nil {
 		s.m = metrics.NewSelection(m.Registerer())
 	}
-	s.res = newReservations(cfg.ReservationTTL, cfg.MaxReservations, s.m)
+	s.res = &reservations{ttl: cfg.ReservationTTL, max: cfg.MaxReservations, m: s.m, byID: make(map[string]*reservation)}
 	return s, nil
 }
 
