@@ -303,13 +303,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	if code, err := strconv.Atoi(header(h, ":status")); err == nil && code >= 500 {
 		x.upstream = fmt.Errorf("%w: %d", ErrUpstreamStatus, code)
 	}
-	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}); err != nil {
-		return err
-	}
-	if h.GetEndOfStream() {
-		x.end(nil)
-	}
-	return nil
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}, h.GetEndOfStream())
 }
 
 // responseBody ends the prefill load at the first chunk, as a proxied
@@ -331,13 +325,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.respMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		c = streamedBody(b.GetBody(), b.GetEndOfStream())
 	}
-	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: c}}}); err != nil {
-		return err
-	}
-	if b.GetEndOfStream() {
-		x.end(nil)
-	}
-	return nil
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: c}}}, b.GetEndOfStream())
 }
 
 // responseTrailers end the response.
@@ -345,11 +333,17 @@ func (x *exchange) responseTrailers() error {
 	if x.phase != answered {
 		return x.violation("response trailers before the request was answered")
 	}
-	if err := x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}); err != nil {
-		return err
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}, true)
+}
+
+// respond sends the answer to a response message, and frees the booking
+// when the message ends the response.
+func (x *exchange) respond(r *extprocv3.ProcessingResponse, last bool) error {
+	err := x.stream.Send(r)
+	if err == nil && last {
+		x.end(nil)
 	}
-	x.end(nil)
-	return nil
+	return err
 }
 
 // end frees the booking once: err is why the stream ended early (nil
