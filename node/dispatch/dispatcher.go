@@ -2,11 +2,10 @@ package dispatch
 
 import (
 	"context"
-	"log/slog"
-	"sync"
-
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
 	"github.com/kvrouter/kvrouter/routing"

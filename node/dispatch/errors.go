@@ -3,7 +3,6 @@ package dispatch
 import (
 	"errors"
 	"fmt"
-
 	"time"
 
 	"github.com/kvrouter/kvrouter/routing/policy"

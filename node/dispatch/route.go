@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
 	"sync"
 
 	"github.com/kvrouter/kvrouter/routing"

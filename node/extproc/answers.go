@@ -2,13 +2,12 @@ package extproc
 
 import (
 	"net/http"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/structpb"
-
-	"strings"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
