@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -175,12 +176,7 @@ func (d *Decision) WithLost(lost context.Context) *Decision {
 // silence (Dispatcher.EngineSilent): the engine will not answer, and the
 // frontend ends the request. context.Cause wraps ErrEngineSilent. A
 // decision built by NewDecision alone is never lost.
-func (d *Decision) Lost() context.Context {
-	if d.lost == nil {
-		return context.Background()
-	}
-	return d.lost
-}
+func (d *Decision) Lost() context.Context { return cmp.Or(d.lost, context.Background()) }
 
 // Done reports the end of the request; err is nil on success. Later calls
 // do nothing. It also ends a prefill hop whose Done was not called, as
