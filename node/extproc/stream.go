@@ -408,7 +408,7 @@ func headerValue(v string, raw []byte) string {
 // the request's booking and must be unique while it runs.
 func requestID(h http.Header) string {
 	id := h.Get("X-Request-Id")
-	if id == "" || len(id) > selection.MaxRequestIDBytes || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+	if id == "" || selection.CheckRequestID(id) != nil {
 		return "epp-" + strconv.FormatUint(nextID.Add(1), 36) + idSuffix
 	}
 	return id
