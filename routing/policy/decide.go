@@ -64,21 +64,6 @@ func NewDecider(cfg DeciderConfig, exact *index.Exact) (*Decider, error) {
 	return d, d.buildPipeline()
 }
 
-// buildIndexes makes the approximate indexes and, with PredictTTL, the
-// side index.
-func (d *Decider) buildIndexes() error {
-	err := d.buildApprox()
-	if err != nil {
-		return err
-	}
-	if d.cfg.PredictTTL > 0 {
-		if d.side, err = index.NewSide(index.ApproxConfig{TTL: d.cfg.PredictTTL}); err != nil {
-			return configError("predict_ttl: %w", err)
-		}
-	}
-	return nil
-}
-
 // buildPipeline makes the selector and the standard filter pipeline.
 func (d *Decider) buildPipeline() error {
 	opts := d.cfg.Options
