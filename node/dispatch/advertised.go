@@ -132,46 +132,45 @@ type advertisedBuild struct {
 // library names where they differ.
 var advertisedKeys = map[string]advertisedKey{
 	"router_mode":                          func(b *advertisedBuild, v string) error { b.policy = v; return nil },
-	"router_temperature":                   floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.Temperature }),
-	"router_kv_overlap_score_credit":       floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
-	"kv_overlap_score_credit":              floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
-	"overlap_score_credit":                 floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
-	"router_kv_overlap_score_credit_decay": floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCreditDecay }),
-	"router_prefill_load_scale":            floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.PrefillLoadScale }),
-	"prefill_load_scale":                   floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.PrefillLoadScale }),
-	"router_host_cache_hit_weight":         floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.HostCacheHitWeight }),
-	"router_disk_cache_hit_weight":         floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.DiskCacheHitWeight }),
-	"router_decode_active_request_weight":  floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.DecodeActiveRequestWeight }),
-	"shared_cache_multiplier":              floatKey(func(b *advertisedBuild) *float64 { return &b.opts.KV.SharedCacheMultiplier }),
-	"router_track_prefill_tokens": func(b *advertisedBuild, v string) error {
-		t, err := strconv.ParseBool(v)
-		b.opts.KV.TrackPrefillTokens = t
-		return err
-	},
-	"active_decode_blocks_threshold": func(b *advertisedBuild, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		b.th.ActiveDecodeBlocks = &f
-		return err
-	},
-	"active_prefill_tokens_threshold": func(b *advertisedBuild, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		b.th.ActivePrefillTokens = &n
-		return err
-	},
-	"active_prefill_tokens_threshold_frac": func(b *advertisedBuild, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		b.th.ActivePrefillTokensFrac = &f
-		return err
-	},
+	"router_temperature":                   parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.Temperature }),
+	"router_kv_overlap_score_credit":       parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
+	"kv_overlap_score_credit":              parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
+	"overlap_score_credit":                 parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCredit }),
+	"router_kv_overlap_score_credit_decay": parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.OverlapScoreCreditDecay }),
+	"router_prefill_load_scale":            parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.PrefillLoadScale }),
+	"prefill_load_scale":                   parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.PrefillLoadScale }),
+	"router_host_cache_hit_weight":         parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.HostCacheHitWeight }),
+	"router_disk_cache_hit_weight":         parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.DiskCacheHitWeight }),
+	"router_decode_active_request_weight":  parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.DecodeActiveRequestWeight }),
+	"shared_cache_multiplier":              parsedKey(parseFloat, func(b *advertisedBuild) *float64 { return &b.opts.KV.SharedCacheMultiplier }),
+	"router_track_prefill_tokens":          parsedKey(strconv.ParseBool, func(b *advertisedBuild) *bool { return &b.opts.KV.TrackPrefillTokens }),
+	"active_decode_blocks_threshold":       parsedKey(parsePtr(parseFloat), func(b *advertisedBuild) **float64 { return &b.th.ActiveDecodeBlocks }),
+	"active_prefill_tokens_threshold":      parsedKey(parsePtr(parseInt), func(b *advertisedBuild) **int64 { return &b.th.ActivePrefillTokens }),
+	"active_prefill_tokens_threshold_frac": parsedKey(parsePtr(parseFloat), func(b *advertisedBuild) **float64 { return &b.th.ActivePrefillTokensFrac }),
 }
 
-func floatKey(field func(*advertisedBuild) *float64) advertisedKey {
+// parsedKey is the setting that stores its value, parsed by parse, in
+// the field that field returns.
+func parsedKey[T any](parse func(string) (T, error), field func(*advertisedBuild) *T) advertisedKey {
 	return func(b *advertisedBuild, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		*field(b) = f
+		x, err := parse(v)
+		*field(b) = x
 		return err
 	}
 }
+
+// parsePtr parses as parse does, into a new value: a threshold is set
+// by pointing to it.
+func parsePtr[T any](parse func(string) (T, error)) func(string) (*T, error) {
+	return func(v string) (*T, error) {
+		x, err := parse(v)
+		return &x, err
+	}
+}
+
+func parseFloat(v string) (float64, error) { return strconv.ParseFloat(v, 64) }
+
+func parseInt(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
 
 // parseAdvertised builds the settings of an advertised map from the
 // defaults, returning the keys it does not apply per set (sorted). A

@@ -107,7 +107,7 @@
 // as a successful request's (a new session is bound). A caller that wants
 // the load booked calls Route and ends its Decision itself. Select does
 // not wait in the admission queue. For a model served by role it decides
-// as Route does (select_disagg.go): a disaggregated Selection carries
+// as Route does (selectByRole, select.go): a disaggregated Selection carries
 // the prefill engine (Selection.Prefill) beside the decode engine, and
 // both stages settle their choice.
 //

@@ -43,7 +43,7 @@ func (d *Dispatcher) Explain(_ context.Context, r *Request) (*Explanation, error
 		return nil, err
 	}
 	out := &Explanation{BlockSize: sc.BlockSize(), Blocks: sc.Blocks(), Text: sc.Text}
-	for _, c := range sc.Matched() {
+	for _, c := range sc.Candidates() {
 		out.Engines = append(out.Engines, EngineMatch{Worker: c.Info.Worker, Overlap: c.Overlap})
 	}
 	return out, nil

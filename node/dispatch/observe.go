@@ -74,13 +74,6 @@ func newObservers(m *metrics.Metrics) observers {
 	return o
 }
 
-// engineUnreachable counts an engine a request could not reach.
-func (o *observers) engineUnreachable() {
-	if o.unreachable != nil {
-		o.unreachable.Inc()
-	}
-}
-
 // phases are the timestamps of one Route call.
 type phases struct {
 	start, hashed, matched, scheduled time.Time
@@ -234,8 +227,13 @@ func (o decisionObserver) Affinity(ev policy.AffinityEvent, n int) {
 	}
 }
 
-// Unreachable implements policy.Observer.
-func (o decisionObserver) Unreachable(routing.WorkerID) { o.d.obs.engineUnreachable() }
+// Unreachable implements policy.Observer: it counts an engine a request
+// could not reach.
+func (o decisionObserver) Unreachable(routing.WorkerID) {
+	if u := o.d.obs.unreachable; u != nil {
+		u.Inc()
+	}
+}
 
 // forgottenRank is a removed rank and its gauges' labels; inUse says that
 // another live rank has the same labels.

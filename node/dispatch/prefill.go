@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -65,9 +66,4 @@ var errHopAbandoned = errors.New("dispatch: the request ended before its prefill
 
 // Lost is done when the registry dropped the prefill engine for silence,
 // as Decision.Lost is for the decode engine.
-func (h *PrefillHop) Lost() context.Context {
-	if h.lost == nil {
-		return context.Background()
-	}
-	return h.lost
-}
+func (h *PrefillHop) Lost() context.Context { return cmp.Or(h.lost, context.Background()) }

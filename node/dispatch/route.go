@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/kvrouter/kvrouter/routing"
+	"github.com/kvrouter/kvrouter/routing/index"
 	"github.com/kvrouter/kvrouter/routing/policy"
 )
 
@@ -161,4 +163,56 @@ func (p *Pin) policy() *policy.Pin {
 		return nil
 	}
 	return &policy.Pin{Worker: p.Engine, Rank: p.Rank, AnyRank: p.AnyRank}
+}
+
+// hashes computes the request's block hashes into sc and, when track is
+// set, its keyed tracking identities: Route's passes that book at once
+// set it; Select, Explain and the admission queue's passes do not.
+func (d *Dispatcher) hashes(sc *policy.Scratch, r *Request, track bool) error {
+	if err := hash(sc, r); err != nil || !track {
+		return err
+	}
+	return d.trackHash(sc, r)
+}
+
+// trackHash computes the request's keyed tracking identities when the
+// dispatcher has a tracking key (--router-tracking-hash keyed-xxh3-v1):
+// the load tracker then books those, while the indexes keep matching the
+// public hashes in sc.Hashes, which are what the engines' KV events carry.
+// Text prompts are not booked by hash, so they need none.
+func (d *Dispatcher) trackHash(sc *policy.Scratch, r *Request) error {
+	if d.cfg.TrackingKey == nil || r.Tokens == nil {
+		return nil
+	}
+	s := routing.TrackingScope{Model: r.Model, BlockSize: sc.BlockSize(), CacheSalt: r.CacheSalt, LoRA: r.LoRA}
+	var err error
+	if sc.TrackHashes, err = d.cfg.TrackingKey.SeqHashes(sc.TrackHashes[:0], r.Tokens, s); err != nil {
+		return fmt.Errorf("%w: tracking hashes: %w", ErrBadRequest, err)
+	}
+	sc.Keyed = true
+	return nil
+}
+
+// sharedNotice tells the operator, once, at the first request, that the
+// shared-cache credit (KVConfig.SharedCacheMultiplier) has no source:
+// kvrouter learns the shared store's blocks from the engines' KV events
+// (routing.TierShared), and when no engine has reported one by then the
+// credit changes no decision. Without this an operator who set the
+// multiplier would believe it works. A later first report is not
+// announced: the credit then simply applies.
+type sharedNotice struct {
+	once sync.Once
+	idx  *index.Exact // nil in approximate mode
+}
+
+// check logs the notice at the first call when it applies.
+func (n *sharedNotice) check(d *Dispatcher) {
+	n.once.Do(func() {
+		mult := d.cfg.KV.SharedCacheMultiplier
+		if n.idx == nil || mult == 0 || n.idx.Stats().SharedPairs > 0 {
+			return
+		}
+		d.log.Warn("no engine has reported a block on a shared KV tier: the shared-cache credit changes no decision until one does",
+			"shared_cache_multiplier", mult, "media", "EXTERNAL, SHARED, REMOTE or NETWORK")
+	})
 }

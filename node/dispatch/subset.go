@@ -46,16 +46,13 @@ func (d *Dispatcher) allowed(r *Request) []routing.WorkerID {
 		if i > 0 && ranks[i-1].Worker.ID == id {
 			continue // the registry lists an engine's ranks together
 		}
-		u, ok := d.engines.Endpoint(id)
-		if !ok {
-			continue
-		}
-		if hp, err := HostPort(u); err == nil {
-			if k, _ := endpointKey(hp); k != "" {
-				if _, in := subset[k]; in {
-					out = append(out, id)
-				}
-			}
+		// An engine without a URL, or whose URL has no host, has the key
+		// "", which no subset entry has.
+		u, _ := d.engines.Endpoint(id)
+		hp, _ := HostPort(u)
+		k, _ := endpointKey(hp)
+		if _, in := subset[k]; in {
+			out = append(out, id)
 		}
 	}
 	slices.Sort(out)

@@ -24,11 +24,7 @@ func WithThresholdSource(source func(model string) *policy.Thresholds) Option {
 
 // ThresholdsChanged tells the dispatcher that the source changed a
 // model's thresholds: its queue is re-checked at once.
-func (d *Dispatcher) ThresholdsChanged(model string) {
-	if mq := d.queues.get(model); mq != nil {
-		d.pump(mq)
-	}
-}
+func (d *Dispatcher) ThresholdsChanged(model string) { d.pumpModel(model) }
 
 // get returns a model's thresholds, nil when it has none of its own.
 func (r *runtimeThresholds) get(model string) *policy.Thresholds {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -18,6 +19,17 @@ const (
 	AffinityHard = policy.AffinityHard
 	AffinitySoft = policy.AffinitySoft
 )
+
+// Binding is a session's engine; see routing.Binding.
+type Binding = routing.Binding
+
+// Bindings is the session store, whose contract policy.Bindings states:
+// policy.MemBindings for one node, the DC's Raft-replicated store for a cluster.
+type Bindings = policy.Bindings
+
+// Authoritative marks a session store that binds before dispatch; see
+// policy.Authoritative.
+type Authoritative = policy.Authoritative
 
 // Request is what the HTTP frontend knows of a client request when it asks
 // for an engine. Exactly one of Tokens and Text carries the prompt: token
@@ -164,12 +176,7 @@ func (d *Decision) WithLost(lost context.Context) *Decision {
 // silence (Dispatcher.EngineSilent): the engine will not answer, and the
 // frontend ends the request. context.Cause wraps ErrEngineSilent. A
 // decision built by NewDecision alone is never lost.
-func (d *Decision) Lost() context.Context {
-	if d.lost == nil {
-		return context.Background()
-	}
-	return d.lost
-}
+func (d *Decision) Lost() context.Context { return cmp.Or(d.lost, context.Background()) }
 
 // Done reports the end of the request; err is nil on success. Later calls
 // do nothing. It also ends a prefill hop whose Done was not called, as
@@ -232,3 +239,26 @@ var ErrEngineUnreachable = errors.New("dispatch: engine unreachable")
 // ErrEngineSilent is the cause of a Decision.Lost context: the engine
 // went silent and was dropped, so its requests were ended.
 var ErrEngineSilent = errors.New("dispatch: engine went silent")
+
+// Engines is what the dispatcher needs of the engine registry. The node's
+// event plane implements it; tests use a hand-written fake.
+//
+// Concurrency: every method is called concurrently from request
+// goroutines and must be safe for that. Workers is on the hot path: it
+// should not allocate, e.g. by returning a per-model slice that the
+// registry replaces (copy on write) rather than mutates.
+type Engines interface {
+	// Workers returns the live ranks serving model and whether the model is
+	// known at all (served by some registered engine, live or not). The
+	// dispatcher reads the slice and never modifies or retains it.
+	Workers(model string) (ranks []routing.WorkerInfo, known bool)
+	// Endpoint returns an engine's OpenAI-compatible base URL (no /v1).
+	Endpoint(id routing.WorkerID) (string, bool)
+	// Models lists the models served by live engines, for /v1/models.
+	Models() []Model
+}
+
+// LoadReporter is optionally implemented by an Engines: the load each rank
+// last reported (in its heartbeat), which the projection combines with the
+// node's own bookings as policy.LoadReporter says.
+type LoadReporter = policy.LoadReporter

@@ -2,12 +2,15 @@ package extproc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -134,7 +137,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 	if x.deferHeaders {
 		return nil
 	}
-	return x.send(requestHeaders(&extprocv3.CommonResponse{}, nil))
+	return x.stream.Send(requestHeaders(&extprocv3.CommonResponse{}, nil))
 }
 
 // requestBody buffers a chunk under the body bounds and routes the
@@ -167,7 +170,7 @@ func (x *exchange) pendChunk() error {
 		x.chunks++
 		return nil
 	}
-	return x.send(requestBody(&extprocv3.CommonResponse{}, nil))
+	return x.stream.Send(requestBody(&extprocv3.CommonResponse{}, nil))
 }
 
 // requestTrailers end a body that did not say it ended.
@@ -182,7 +185,7 @@ func (x *exchange) requestTrailers() error {
 	default:
 		return x.violation("request trailers outside the request")
 	}
-	return x.send(requestTrailers())
+	return x.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}})
 }
 
 // route decides once the body is in and answers with the destination in
@@ -240,19 +243,19 @@ func (x *exchange) answer(endpoint, prefill string) error {
 	defer func() { x.body = nil }()
 	c, md := destination(endpoint, prefill)
 	if !x.deferHeaders {
-		return x.send(requestBody(c, md))
+		return x.stream.Send(requestBody(c, md))
 	}
-	if err := x.send(requestHeaders(c, md)); err != nil {
+	if err := x.stream.Send(requestHeaders(c, md)); err != nil {
 		return err
 	}
 	if x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
-		return x.send(requestBody(streamedBody(x.body, !x.byTrailers), nil))
+		return x.stream.Send(requestBody(streamedBody(x.body, !x.byTrailers), nil))
 	}
 	if !x.byTrailers {
 		x.chunks++ // the last chunk
 	}
 	for ; x.chunks > 0; x.chunks-- {
-		if err := x.send(requestBody(&extprocv3.CommonResponse{}, nil)); err != nil {
+		if err := x.stream.Send(requestBody(&extprocv3.CommonResponse{}, nil)); err != nil {
 			return err
 		}
 	}
@@ -272,7 +275,7 @@ func (x *exchange) refuse(err error) error {
 	x.s.observe(selection.Outcome(c.Status))
 	x.phase = finished
 	x.body = nil
-	return x.send(immediate(c, err))
+	return x.stream.Send(immediate(c, err))
 }
 
 // subsetUnmet reports a request the subset hint left without an engine:
@@ -299,13 +302,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	if code, err := strconv.Atoi(header(h, ":status")); err == nil && code >= 500 {
 		x.upstream = fmt.Errorf("%w: %d", ErrUpstreamStatus, code)
 	}
-	if err := x.send(responseHeaders()); err != nil {
-		return err
-	}
-	if h.GetEndOfStream() {
-		x.end(nil)
-	}
-	return nil
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}, h.GetEndOfStream())
 }
 
 // responseBody ends the prefill load at the first chunk, as a proxied
@@ -327,13 +324,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.respMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		c = streamedBody(b.GetBody(), b.GetEndOfStream())
 	}
-	if err := x.send(responseBody(c)); err != nil {
-		return err
-	}
-	if b.GetEndOfStream() {
-		x.end(nil)
-	}
-	return nil
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: c}}}, b.GetEndOfStream())
 }
 
 // responseTrailers end the response.
@@ -341,11 +332,17 @@ func (x *exchange) responseTrailers() error {
 	if x.phase != answered {
 		return x.violation("response trailers before the request was answered")
 	}
-	if err := x.send(responseTrailers()); err != nil {
-		return err
+	return x.respond(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}, true)
+}
+
+// respond sends the answer to a response message, and frees the booking
+// when the message ends the response.
+func (x *exchange) respond(r *extprocv3.ProcessingResponse, last bool) error {
+	err := x.stream.Send(r)
+	if err == nil && last {
+		x.end(nil)
 	}
-	x.end(nil)
-	return nil
+	return err
 }
 
 // end frees the booking once: err is why the stream ended early (nil
@@ -367,11 +364,6 @@ func (x *exchange) end(err error) {
 	if x.s.m != nil {
 		x.s.m.Reservations.Dec()
 	}
-}
-
-// send answers one message.
-func (x *exchange) send(r *extprocv3.ProcessingResponse) error {
-	return x.stream.Send(r)
 }
 
 // readHeaders is the request's headers, pseudo-headers included, and
@@ -416,8 +408,19 @@ func headerValue(v string, raw []byte) string {
 // the request's booking and must be unique while it runs.
 func requestID(h http.Header) string {
 	id := h.Get("X-Request-Id")
-	if id == "" || len(id) > selection.MaxRequestIDBytes || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+	if id == "" || selection.CheckRequestID(id) != nil {
 		return "epp-" + strconv.FormatUint(nextID.Add(1), 36) + idSuffix
 	}
 	return id
 }
+
+// nextID and idSuffix make the picker's own request ids unique within
+// the process and across nodes and restarts.
+var (
+	nextID   atomic.Uint64
+	idSuffix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return "-" + hex.EncodeToString(b[:])
+	}()
+)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/node/frontend"
@@ -69,10 +68,4 @@ func Code(c oaiedge.Class) codes.Code {
 		return codes.InvalidArgument
 	}
 	return codes.Internal
-}
-
-// grpcError is err as the gRPC status its class maps to, with the
-// message the HTTP mirror would give.
-func grpcError(c oaiedge.Class, err error) error {
-	return status.Error(Code(c), oaiedge.ClientMessage(err))
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/kvrouter/kvrouter/internal/metrics"
+	"github.com/kvrouter/kvrouter/internal/oaiedge"
 	"github.com/kvrouter/kvrouter/proto/kvrpb"
+	"google.golang.org/grpc/status"
 )
 
 // GRPC returns the service's gRPC server, to register on a grpc.Server.
@@ -47,7 +49,8 @@ func answer[T any](s *Service, call func() (T, error)) (T, error) {
 	s.observe(metrics.EdgeSelectGRPC, start, c, err)
 	if err != nil {
 		var zero T
-		return zero, grpcError(c, err)
+		// The code of err's class, with the message the HTTP mirror gives.
+		return zero, status.Error(Code(c), oaiedge.ClientMessage(err))
 	}
 	return out, nil
 }

@@ -1,8 +1,10 @@
 package selection
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -67,25 +69,18 @@ func (h mirror) prefillComplete(w http.ResponseWriter, r *http.Request) {
 	h.answer(w, start, out, err)
 }
 
-// release serves DELETE /v1/reservations/{id}[?outcome=failed|unreachable|prefill_unreachable].
+// release serves DELETE /v1/reservations/{id}[?outcome=failed|unreachable|prefill_unreachable]:
+// an outcome is a SelectOutcome's name in lower case, without its prefix.
 func (h mirror) release(w http.ResponseWriter, r *http.Request) {
 	start := h.s.cfg.Now()
-	in := &kvrpb.SelectReleaseRequest{ReservationId: r.PathValue("id")}
 	var out proto.Message
 	var err error
-	switch o := r.URL.Query().Get("outcome"); o {
-	case "", "succeeded":
-	case "failed":
-		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_FAILED
-	case "unreachable":
-		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_UNREACHABLE
-	case "prefill_unreachable":
-		in.Outcome = kvrpb.SelectOutcome_SELECT_OUTCOME_PREFILL_UNREACHABLE
-	default:
+	o := cmp.Or(r.URL.Query().Get("outcome"), "succeeded")
+	v, ok := kvrpb.SelectOutcome_value["SELECT_OUTCOME_"+strings.ToUpper(o)]
+	if in := kvrpb.SelectOutcome(v); ok && strings.ToLower(in.String()) == "select_outcome_"+o {
+		out, err = h.s.release(&kvrpb.SelectReleaseRequest{ReservationId: r.PathValue("id"), Outcome: in})
+	} else {
 		err = oaiedge.Invalid("outcome", "outcome must be succeeded, failed, unreachable or prefill_unreachable, got %q", o)
-	}
-	if err == nil {
-		out, err = h.s.release(in)
 	}
 	h.answer(w, start, out, err)
 }

@@ -131,18 +131,24 @@ func headers(m map[string]string) (http.Header, error) {
 	return h, nil
 }
 
-// requestID is in's request id, or a new one; ids are bounded and
-// printable, since they name log lines.
+// requestID is in's request id, or a new one.
 func (s *Service) requestID(in *kvrpb.SelectRequest) (string, error) {
 	id := in.GetRequestId()
 	if id == "" {
 		return "sel-" + newID(), nil
 	}
+	return id, CheckRequestID(id)
+}
+
+// CheckRequestID refuses a request id over MaxRequestIDBytes or not
+// printable ASCII without spaces: ids name bookings and log lines. The
+// endpoint picker holds Envoy's ids to the same rule.
+func CheckRequestID(id string) error {
 	if len(id) > MaxRequestIDBytes {
-		return "", oaiedge.Invalid("request_id", "request_id over %d bytes", MaxRequestIDBytes)
+		return oaiedge.Invalid("request_id", "request_id over %d bytes", MaxRequestIDBytes)
 	}
 	if strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
-		return "", oaiedge.Invalid("request_id", "request_id must be printable ASCII without spaces")
+		return oaiedge.Invalid("request_id", "request_id must be printable ASCII without spaces")
 	}
-	return id, nil
+	return nil
 }

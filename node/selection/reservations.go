@@ -32,10 +32,6 @@ type reservation struct {
 	timer *time.Timer
 }
 
-func newReservations(ttl time.Duration, max int, m *metrics.Selection) *reservations {
-	return &reservations{ttl: ttl, max: max, m: m, byID: make(map[string]*reservation)}
-}
-
 // add keeps dec under a new random id until it is released or its TTL
 // passes. On a refusal (the limit, or closed) dec is ended with the error.
 func (rs *reservations) add(dec *dispatch.Decision) (string, error) {

@@ -50,7 +50,10 @@ func (ss *selections) put(r *dispatch.Request, p pins, lent bool, now time.Time)
 	if lent {
 		e.req.Tokens = append([]uint32(nil), r.Tokens...)
 	}
-	e.req.Pin, e.req.PrefillPin, e.req.OverlapScoreCredit = nil, nil, cloneFloat(r.OverlapScoreCredit)
+	e.req.Pin, e.req.PrefillPin = nil, nil
+	if c := r.OverlapScoreCredit; c != nil {
+		e.req.OverlapScoreCredit = new(*c)
+	}
 	e.bytes = int64(4*len(e.req.Tokens) + len(e.req.Text) + 256)
 	id := newID()
 	ss.mu.Lock()
@@ -94,11 +97,4 @@ func (ss *selections) evict(now time.Time) {
 	if cap(ss.order) > 4*ss.maxN && len(ss.order) < ss.maxN {
 		ss.order = append([]string(nil), ss.order...) // let the old array go
 	}
-}
-
-func cloneFloat(p *float64) *float64 {
-	if p == nil {
-		return nil
-	}
-	return new(*p)
 }

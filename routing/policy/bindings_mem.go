@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -80,14 +81,9 @@ func (s *MemBindings) sweep(now time.Time) {
 		return
 	}
 	s.nextSweep = now.Add(sweepInterval)
-	n := 0
-	for k, b := range s.m {
-		if !live(b, now) {
-			delete(s.m, k)
-			n++
-		}
-	}
-	s.expired(n)
+	n := len(s.m)
+	maps.DeleteFunc(s.m, func(_ string, b routing.Binding) bool { return !live(b, now) })
+	s.expired(n - len(s.m))
 }
 
 // expired reports n expiries. Callers hold mu.
@@ -190,14 +186,9 @@ func (s *MemBindings) Unbind(_ context.Context, key string) error {
 func (s *MemBindings) InvalidateEngine(_ context.Context, id routing.WorkerID) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for k, b := range s.m {
-		if b.Worker.ID == id {
-			delete(s.m, k)
-			n++
-		}
-	}
-	return n, nil
+	n := len(s.m)
+	maps.DeleteFunc(s.m, func(_ string, b routing.Binding) bool { return b.Worker.ID == id })
+	return n - len(s.m), nil
 }
 
 // Len implements Bindings.

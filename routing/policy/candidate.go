@@ -16,7 +16,7 @@ type Candidate struct {
 	Overlap routing.Overlap
 	// SharedHits is the number of the request's blocks found in the DC's
 	// shared KV store (the exact index's shared tier) at positions at or
-	// beyond Overlap.Device; the Decider fills it (decide_shared.go).
+	// beyond Overlap.Device; the Decider fills it (sharedHits, decide_match.go).
 	SharedHits int32
 	// Load is the potential load if the worker took the request.
 	Load routing.Load
@@ -70,6 +70,19 @@ func (d *Decision) reset() {
 	d.Worker, d.Index, d.Overlap, d.Cost, d.Reason = routing.Worker{}, -1, routing.Overlap{}, 0, ""
 	d.Costs = d.Costs[:0]
 }
+
+// start resets d for a selection among cands; an empty list is
+// ErrNoCompatibleWorker, as Selector requires.
+func (d *Decision) start(cands []Candidate) error {
+	d.reset()
+	if len(cands) == 0 {
+		return errNoCandidates
+	}
+	return nil
+}
+
+// errNoCandidates is the error of a selection without candidates.
+var errNoCandidates = fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
 
 // choose records candidate i as the decision.
 func (d *Decision) choose(cands []Candidate, i int, reason string) {

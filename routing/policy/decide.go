@@ -64,21 +64,6 @@ func NewDecider(cfg DeciderConfig, exact *index.Exact) (*Decider, error) {
 	return d, d.buildPipeline()
 }
 
-// buildIndexes makes the approximate indexes and, with PredictTTL, the
-// side index.
-func (d *Decider) buildIndexes() error {
-	err := d.buildApprox()
-	if err != nil {
-		return err
-	}
-	if d.cfg.PredictTTL > 0 {
-		if d.side, err = index.NewSide(index.ApproxConfig{TTL: d.cfg.PredictTTL}); err != nil {
-			return configError("predict_ttl: %w", err)
-		}
-	}
-	return nil
-}
-
 // buildPipeline makes the selector and the standard filter pipeline.
 func (d *Decider) buildPipeline() error {
 	opts := d.cfg.Options
@@ -380,10 +365,7 @@ func (d *Decider) Booked() int {
 	return n
 }
 
-// Candidates returns the candidates with the overlaps and loads that the
-// last Choose on sc compared; valid until sc's next use.
+// Candidates returns the candidates, sorted by worker, with their cached
+// prefixes once Match has run and the loads that the last Choose on sc
+// compared; valid until sc's next use.
 func (sc *Scratch) Candidates() []Candidate { return sc.cands }
-
-// Matched is the candidates with their cached prefixes once Match has
-// run, sorted by worker; they belong to sc.
-func (sc *Scratch) Matched() []Candidate { return sc.cands }

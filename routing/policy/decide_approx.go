@@ -7,24 +7,28 @@ import (
 	"github.com/kvrouter/kvrouter/routing/index"
 )
 
-// buildApprox makes the approximate index of approximate mode with the
-// configured policy, and the index text prompts match against. Under TTL
-// they are one index, as they always were. Under LRU text prompts get a
-// TTL index of their own: an LRU index counts blocks against a rank's
-// capacity in blocks of its block size, and text chunks are not such
-// blocks.
-func (d *Decider) buildApprox() error {
+// buildIndexes makes the approximate index of approximate mode with the
+// configured policy, the index text prompts match against and, with
+// PredictTTL, the side index. Under TTL the first two are one index, as
+// they always were. Under LRU text prompts get a TTL index of their own:
+// an LRU index counts blocks against a rank's capacity in blocks of its
+// block size, and text chunks are not such blocks.
+func (d *Decider) buildIndexes() error {
 	var err error
 	cfg := index.ApproxConfig{Policy: d.cfg.ApproxPolicy, TTL: d.cfg.ApproxTTL}
 	if d.approx, err = index.NewApprox(cfg); err != nil {
 		return configError("approx_ttl, approx_policy: %w", err)
 	}
 	d.text = d.approx
-	if d.cfg.ApproxPolicy == index.PolicyTTL {
-		return nil
+	if d.cfg.ApproxPolicy != index.PolicyTTL {
+		if d.text, err = index.NewApprox(index.ApproxConfig{TTL: d.cfg.ApproxTTL}); err != nil {
+			return configError("approx_ttl: %w", err)
+		}
 	}
-	if d.text, err = index.NewApprox(index.ApproxConfig{TTL: d.cfg.ApproxTTL}); err != nil {
-		return configError("approx_ttl: %w", err)
+	if d.cfg.PredictTTL > 0 {
+		if d.side, err = index.NewSide(index.ApproxConfig{TTL: d.cfg.PredictTTL}); err != nil {
+			return configError("predict_ttl: %w", err)
+		}
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ type Booking struct {
 	// lease holds the request's blocks in the LRU approximate index
 	// until Done; 0 under TTL.
 	lease index.Lease
-	// out counts the request's generated tokens (decide_output.go).
+	// out counts the request's generated tokens (outputCount, below).
 	out outputCount
 }
 
@@ -114,4 +114,91 @@ func (b *Booking) Done(ctx context.Context, o Outcome) {
 		b.d.commitBinding(ctx, &b.s, b.w)
 	}
 	b.d.releaseSession(ctx, &b.s)
+}
+
+// Settle ends a decision that is not booked: a selection whose caller
+// sends the request to the worker itself and books nothing here (the
+// node's selection API). The decision is recorded in the approximate or
+// side index as a booked one is, and the session is settled as a
+// successful request settles it: a request on its bound worker restarts
+// the binding's idle timer, and a new session is bound (compare-and-set)
+// to the chosen worker, so that a caller that only selects still gets
+// session affinity. No load is booked, so there is nothing to end, and an
+// LRU approximate index gets the prompt as released at once: no request
+// will hold its blocks.
+func (d *Decider) Settle(ctx context.Context, sc *Scratch, ch *Choice) {
+	w := ch.Worker
+	d.releaseApprox(d.record(sc, &sc.cands[ch.index].Info))
+	d.holdSession(ctx, &ch.s, w, ch.Bound, sc.plan.now)
+	d.commitBinding(ctx, &ch.s, w)
+	d.releaseSession(ctx, &ch.s)
+}
+
+// Decision is the pipeline's decision of the last Choose on sc, with
+// every eligible candidate's cost when the selector computes costs. It
+// describes the choice only when the Choice was not Bound: a session
+// binding decides without the pipeline, or over its result. It belongs
+// to sc and is valid until sc's next use.
+func (sc *Scratch) Decision() *Decision { return &sc.dec }
+
+// outputCount is a booked request's count of generated tokens, and what
+// the load tracker has been told of them. It lives in the request's
+// Booking, so the request's goroutine updates it without a lock.
+type outputCount struct {
+	// on is set when the tracker tracks output blocks; otherwise the
+	// count is not kept.
+	on bool
+	// isl and blockSize place the sequence's block boundaries.
+	isl, blockSize int64
+	// seen is the tokens generated so far, told the tokens reported.
+	seen, told int64
+}
+
+// newOutputCount returns the count of a request of isl prompt tokens
+// booked on t.
+func newOutputCount(t *load.Tracker, isl int) outputCount {
+	c := t.Config()
+	return outputCount{on: c.TrackOutputBlocks, isl: int64(isl), blockSize: int64(c.BlockSize)}
+}
+
+// add counts n more tokens and returns how many the tracker should now be
+// told: all those not told yet once the sequence (prompt plus output)
+// has crossed a block boundary since the last report, the only point at
+// which the request's output blocks change, else none. A stream's
+// per-token reports then cost an addition and a division each.
+func (c *outputCount) add(n int) int64 {
+	if !c.on || n <= 0 {
+		return 0
+	}
+	c.seen += int64(n)
+	if c.blocks(c.seen) == c.blocks(c.told) {
+		return 0
+	}
+	n64 := c.seen - c.told
+	c.told = c.seen
+	return n64
+}
+
+// blocks is the sequence's blocks after out generated tokens.
+func (c *outputCount) blocks(out int64) int64 {
+	return (c.isl + out + c.blockSize - 1) / c.blockSize
+}
+
+// OutputTokens reports n more tokens generated for the request, as they
+// stream (one per chunk) or all at once for an answer that does not
+// stream. With output-block tracking (Tracking.OutputBlocks) the load
+// tracker hears of them at each block boundary, and the request's output
+// load grows, or decays towards its expected length. It reports whether
+// the booked load changed, so that the caller can republish it. Without
+// output-block tracking it does nothing.
+func (b *Booking) OutputTokens(n int) bool {
+	if b.d == nil {
+		return false
+	}
+	k := b.out.add(n)
+	if k == 0 {
+		return false
+	}
+	// An unknown request (expired or removed) has no load to change.
+	return b.t.AddOutputTokens(b.id, int(k)) == nil
 }

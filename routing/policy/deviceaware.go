@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -58,9 +57,8 @@ func (*DeviceAware) Name() string { return NameDeviceAware }
 
 // Select implements Selector; d.Reason is "cpu" or "accelerator".
 func (s *DeviceAware) Select(d *Decision, _ *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	cpu := s.groupLoad(cands, routing.DeviceCPU) < s.groupLoad(cands, routing.DeviceGPU)
 	best := leastLoaded(cands, func(c *Candidate) bool { return (c.Info.Device == routing.DeviceCPU) == cpu })

@@ -38,9 +38,8 @@ func (k *KV) Config() KVConfig { return k.cfg }
 // d.Reason is "argmin" or "sampled". Request overrides apply to this call
 // only; an invalid one is ErrInvalidRequest.
 func (k *KV) Select(d *Decision, req *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	cfg := k.cfg
 	if !req.Overrides.empty() {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 )
@@ -153,9 +152,8 @@ func (*KVTTFT) Name() string { return NameKVTTFT }
 // Select implements Selector: d.Costs receives every candidate's cost and
 // d.Reason is "argmin".
 func (k *KVTTFT) Select(d *Decision, req *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	if k.cfg.BalanceWeight == 0 {
 		for i := range cands {

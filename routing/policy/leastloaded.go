@@ -1,7 +1,5 @@
 package policy
 
-import "fmt"
-
 // LeastLoaded picks the candidate with the fewest active requests (the
 // reference's "fewest active connections"); among those, the one holding
 // the fewest decode blocks, then the earliest. The second key is
@@ -17,9 +15,8 @@ func (LeastLoaded) Name() string { return NameLeastLoaded }
 
 // Select implements Selector.
 func (LeastLoaded) Select(d *Decision, _ *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	d.choose(cands, fewestActive(cands), "least-loaded")
 	return nil

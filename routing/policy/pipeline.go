@@ -47,7 +47,7 @@ func (p *Pipeline) RouteWith(d *Decision, req *Request, cands []Candidate, sel S
 		return err
 	}
 	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+		return errNoCandidates
 	}
 	for i := range cands {
 		if err := cands[i].validate(); err != nil {

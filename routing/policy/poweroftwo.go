@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math/rand/v2"
 )
 
@@ -29,9 +28,8 @@ func (*PowerOfTwo) Name() string { return NamePowerOfTwo }
 
 // Select implements Selector.
 func (s *PowerOfTwo) Select(d *Decision, _ *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	if len(cands) == 1 {
 		d.choose(cands, 0, "power-of-two")

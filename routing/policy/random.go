@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math/rand/v2"
 )
 
@@ -27,9 +26,8 @@ func (*Random) Name() string { return NameRandom }
 
 // Select implements Selector.
 func (s *Random) Select(d *Decision, _ *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	d.choose(cands, s.rng.intN(len(cands)), "random")
 	return nil

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"sync/atomic"
 )
 
@@ -19,9 +18,8 @@ func (*RoundRobin) Name() string { return NameRoundRobin }
 
 // Select implements Selector.
 func (s *RoundRobin) Select(d *Decision, _ *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	n := s.next.Add(1) - 1
 	d.choose(cands, int(n%uint64(len(cands))), "round-robin")

@@ -1,7 +1,5 @@
 package policy
 
-import "fmt"
-
 // TwoTierConfig configures the two-tier selector.
 type TwoTierConfig struct {
 	// CacheThreshold is the cached fraction of the request above which
@@ -69,9 +67,8 @@ func (*TwoTier) Name() string { return NameTwoTier }
 // Select implements Selector; d.Reason is "load", "cache" or
 // "least-loaded".
 func (s *TwoTier) Select(d *Decision, req *Request, cands []Candidate) error {
-	d.reset()
-	if len(cands) == 0 {
-		return fmt.Errorf("%w: no candidates", ErrNoCompatibleWorker)
+	if err := d.start(cands); err != nil {
+		return err
 	}
 	if s.unbalanced(cands) {
 		d.choose(cands, leastLoaded(cands, nil), "load")
