@@ -38,6 +38,26 @@ func (f *clusterFlags) call(cmd *cobra.Command, fn func(ctx context.Context, c k
 	})
 }
 
+// adminCmd is a subcommand that makes one call, fn, to the member at
+// --addr.
+func (f *clusterFlags) adminCmd(use, short string, fn func(context.Context, *cobra.Command, kvrpb.ClusterAdminClient) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error { return fn(ctx, cmd, c) })
+	}}
+}
+
+// status asks the member at --addr for its view of the cluster.
+func (f *clusterFlags) status(cmd *cobra.Command) (*kvrpb.AdminStatusResponse, error) {
+	var st *kvrpb.AdminStatusResponse
+	err := f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) (err error) {
+		if st, err = c.Status(ctx, &kvrpb.AdminStatusRequest{}); err != nil {
+			return fmt.Errorf("status from %s: %w", f.addr, err)
+		}
+		return nil
+	})
+	return st, err
+}
+
 // connect dials addr with the cluster's credentials, checking that the
 // server is a member, and runs fn under timeout with the operator's
 // token.
@@ -95,33 +115,25 @@ kvr://<dc>/operator/<name>) or the cluster's join token (--join-token-file).`,
 		Short: "Print a member's view: raft state, leader, indexes, members, readiness",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
-				st, err := c.Status(ctx, &kvrpb.AdminStatusRequest{})
-				if err != nil {
-					return fmt.Errorf("status from %s: %w", f.addr, err)
-				}
-				return printStatus(cmd.OutOrStdout(), st, asJSON)
-			})
+			st, err := f.status(cmd)
+			if err != nil {
+				return err
+			}
+			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 
 	var join kvrpb.AdminJoinRequest
-	joinCmd := &cobra.Command{
-		Use:   "join",
-		Short: "Add a member (a voter, or with --nonvoter a replica that does not vote)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
-				res, err := c.Join(ctx, &join)
-				if err != nil {
-					return fmt.Errorf("join %s: %w", join.GetId(), err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s joined (leader %s)\n", join.GetId(), res.GetLeaderId())
-				return nil
-			})
-		},
-	}
+	joinCmd := f.adminCmd("join", "Add a member (a voter, or with --nonvoter a replica that does not vote)",
+		func(ctx context.Context, cmd *cobra.Command, c kvrpb.ClusterAdminClient) error {
+			res, err := c.Join(ctx, &join)
+			if err != nil {
+				return fmt.Errorf("join %s: %w", join.GetId(), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s joined (leader %s)\n", join.GetId(), res.GetLeaderId())
+			return nil
+		})
 	joinCmd.Flags().StringVar(&join.Id, "id", "", "the new member's node id")
 	joinCmd.Flags().StringVar(&join.RaftAddr, "raft-addr", "", "the new member's raft address")
 	joinCmd.Flags().StringVar(&join.ApiAddr, "api-addr", "", "the new member's cluster API address")
@@ -129,21 +141,14 @@ kvr://<dc>/operator/<name>) or the cluster's join token (--join-token-file).`,
 	joinCmd.Flags().StringVar(&join.Dc, "dc", "", "the new member's DC; the leader refuses a member of another DC (it also asks the member itself)")
 
 	var leaveID string
-	leave := &cobra.Command{
-		Use:   "leave",
-		Short: "Remove a member",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
-				res, err := c.Leave(ctx, &kvrpb.AdminLeaveRequest{Id: leaveID})
-				if err != nil {
-					return fmt.Errorf("leave %s: %w", leaveID, err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s left (leader %s)\n", leaveID, res.GetLeaderId())
-				return nil
-			})
-		},
-	}
+	leave := f.adminCmd("leave", "Remove a member", func(ctx context.Context, cmd *cobra.Command, c kvrpb.ClusterAdminClient) error {
+		res, err := c.Leave(ctx, &kvrpb.AdminLeaveRequest{Id: leaveID})
+		if err != nil {
+			return fmt.Errorf("leave %s: %w", leaveID, err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s left (leader %s)\n", leaveID, res.GetLeaderId())
+		return nil
+	})
 	leave.Flags().StringVar(&leaveID, "id", "", "the member to remove")
 	cmd.AddCommand(status, joinCmd, leave)
 	cmd.AddCommand(newBackupCmds(&f)...)

@@ -133,9 +133,13 @@ func (f *clusterFlags) restore(cmd *cobra.Command, in string) error {
 	if err != nil {
 		return fmt.Errorf("--in %s: %w", in, err)
 	}
-	leader, err := f.leaderAddr(cmd)
+	st, err := f.status(cmd)
 	if err != nil {
 		return err
+	}
+	leader := st.GetLeaderApiAddr()
+	if leader == "" {
+		return fmt.Errorf("%s knows no leader (or not its cluster API address); try again, or give the leader's --addr", f.addr)
 	}
 	return f.connect(cmd, leader, max(f.timeout, consensus.RestoreTimeout), func(ctx context.Context, conn *grpc.ClientConn) error {
 		res, err := sendRestore(ctx, kvrpb.NewClusterBackupClient(conn), snapshot)
@@ -146,24 +150,6 @@ func (f *clusterFlags) restore(cmd *cobra.Command, in string) error {
 			info.GetDc(), info.GetAppliedIndex(), res.GetIndex(), res.GetLeaderId(), res.GetBindings())
 		return nil
 	})
-}
-
-// leaderAddr asks the member at --addr for the leader's cluster API
-// address.
-func (f *clusterFlags) leaderAddr(cmd *cobra.Command) (string, error) {
-	var addr string
-	err := f.call(cmd, func(ctx context.Context, c kvrpb.ClusterAdminClient) error {
-		st, err := c.Status(ctx, &kvrpb.AdminStatusRequest{})
-		if err != nil {
-			return fmt.Errorf("status from %s: %w", f.addr, err)
-		}
-		if st.GetLeaderApiAddr() == "" {
-			return fmt.Errorf("%s knows no leader (or not its cluster API address); try again, or give the leader's --addr", f.addr)
-		}
-		addr = st.GetLeaderApiAddr()
-		return nil
-	})
-	return addr, err
 }
 
 // restoreChunkBytes is the data of one restore message, under gRPC's
