@@ -1,6 +1,7 @@
 package mocker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -67,25 +68,15 @@ type Config struct {
 // EnsureDefaults replaces every zero field with its default and returns the
 // config for chaining.
 func (c *Config) EnsureDefaults() *Config {
-	if c.Model == "" {
-		c.Model = DefaultModel
-	}
-	setDefault(&c.BlockSize, DefaultBlockSize)
-	setDefault(&c.NumBlocks, DefaultNumBlocks)
-	setDefault(&c.MaxNumBatchedTokens, DefaultMaxNumBatchedTokens)
-	setDefault(&c.MaxNumSeqs, DefaultMaxNumSeqs)
-	setDefault(&c.EventRingSize, DefaultEventRingSize)
-	if c.SpeedUp == 0 {
-		c.SpeedUp = 1
-	}
+	c.Model = cmp.Or(c.Model, DefaultModel)
+	c.BlockSize = cmp.Or(c.BlockSize, DefaultBlockSize)
+	c.NumBlocks = cmp.Or(c.NumBlocks, DefaultNumBlocks)
+	c.MaxNumBatchedTokens = cmp.Or(c.MaxNumBatchedTokens, DefaultMaxNumBatchedTokens)
+	c.MaxNumSeqs = cmp.Or(c.MaxNumSeqs, DefaultMaxNumSeqs)
+	c.EventRingSize = cmp.Or(c.EventRingSize, DefaultEventRingSize)
+	c.SpeedUp = cmp.Or(c.SpeedUp, 1)
 	c.Timing.ensureDefaults()
 	return c
-}
-
-func setDefault(v *int, d int) {
-	if *v == 0 {
-		*v = d
-	}
 }
 
 // Validate checks every field and names the first bad one.
@@ -166,36 +157,24 @@ const (
 )
 
 func (t *Timing) ensureDefaults() {
-	if t.IterationOverhead == 0 {
-		t.IterationOverhead = DefaultIterationOverhead
-	}
-	if t.WeightRead == 0 {
-		t.WeightRead = DefaultWeightRead
-	}
-	setDefaultFloat(&t.TokenNanos, DefaultTokenNanos)
-	setDefaultFloat(&t.AttentionPairNanos, DefaultAttentionPairNanos)
-	setDefaultFloat(&t.KVReadNanos, DefaultKVReadNanos)
-	setDefaultFloat(&t.KVTransferNanos, DefaultKVTransferNanos)
-	if t.KVTransferLatency == 0 {
-		t.KVTransferLatency = DefaultKVTransferLatency
-	}
-}
-
-func setDefaultFloat(v *float64, d float64) {
-	if *v == 0 {
-		*v = d
-	}
+	t.IterationOverhead = cmp.Or(t.IterationOverhead, DefaultIterationOverhead)
+	t.WeightRead = cmp.Or(t.WeightRead, DefaultWeightRead)
+	t.TokenNanos = cmp.Or(t.TokenNanos, DefaultTokenNanos)
+	t.AttentionPairNanos = cmp.Or(t.AttentionPairNanos, DefaultAttentionPairNanos)
+	t.KVReadNanos = cmp.Or(t.KVReadNanos, DefaultKVReadNanos)
+	t.KVTransferNanos = cmp.Or(t.KVTransferNanos, DefaultKVTransferNanos)
+	t.KVTransferLatency = cmp.Or(t.KVTransferLatency, DefaultKVTransferLatency)
 }
 
 func (t *Timing) validate() error {
-	if t.IterationOverhead < 0 {
-		return fmt.Errorf("%w: Timing.IterationOverhead must not be negative", ErrConfig)
-	}
-	if t.WeightRead < 0 {
-		return fmt.Errorf("%w: Timing.WeightRead must not be negative", ErrConfig)
-	}
-	if t.KVTransferLatency < 0 {
-		return fmt.Errorf("%w: Timing.KVTransferLatency must not be negative", ErrConfig)
+	durations := []struct {
+		name string
+		d    time.Duration
+	}{{"IterationOverhead", t.IterationOverhead}, {"WeightRead", t.WeightRead}, {"KVTransferLatency", t.KVTransferLatency}}
+	for _, f := range durations {
+		if f.d < 0 {
+			return fmt.Errorf("%w: Timing.%s must not be negative", ErrConfig, f.name)
+		}
 	}
 	floats := []struct {
 		name string

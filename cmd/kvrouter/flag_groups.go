@@ -9,7 +9,7 @@ import (
 
 // flagGroup is the purpose under which a subcommand's help lists a flag.
 // Every flag has exactly one, given where the flag is registered (see
-// grouped); the help, --help-all and docs/configuration.md read it from
+// registerGroups); the help, --help-all and docs/configuration.md read it from
 // the flag, so no second table names the flags of a group.
 type flagGroup int
 
@@ -75,24 +75,6 @@ func (g flagGroup) String() string { return groupTitles[g] }
 // groupAnnotation is the key of a flag's group among its annotations.
 const groupAnnotation = "kvrouter_group"
 
-// grouped runs reg, which registers flags on fs, and files each flag it
-// added under g; another name of an option (an alias, a --no- form) goes
-// to groupCompat whatever g is, so that a function registering an option
-// with its --no- form lists the option under its purpose and the form
-// among the compatibility names.
-func grouped(fs *pflag.FlagSet, g flagGroup, reg func(*pflag.FlagSet)) {
-	reg(fs)
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, done := f.Annotations[groupAnnotation]; done {
-			return
-		}
-		setGroup(f, g)
-		if isAlias(f) {
-			setGroup(f, groupCompat)
-		}
-	})
-}
-
 // flagSection is one group's register function.
 type flagSection struct {
 	group flagGroup
@@ -100,10 +82,23 @@ type flagSection struct {
 }
 
 // registerGroups registers a subcommand's options section by section, in
-// the order the help lists them.
+// the order the help lists them, and files each flag a section added
+// under its group; another name of an option (an alias, a --no- form)
+// goes to groupCompat whatever the section's group is, so that a function
+// registering an option with its --no- form lists the option under its
+// purpose and the form among the compatibility names.
 func registerGroups(fs *pflag.FlagSet, sections []flagSection) {
 	for _, s := range sections {
-		grouped(fs, s.group, s.reg)
+		s.reg(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if _, done := f.Annotations[groupAnnotation]; done {
+				return
+			}
+			setGroup(f, s.group)
+			if isAlias(f) {
+				setGroup(f, groupCompat)
+			}
+		})
 	}
 }
 
@@ -114,7 +109,7 @@ func setGroup(f *pflag.Flag, g flagGroup) {
 	f.Annotations[groupAnnotation] = []string{strconv.Itoa(int(g))}
 }
 
-// groupOf returns the flag's group; a flag registered outside grouped is
+// groupOf returns the flag's group; a flag registered outside a section is
 // general.
 func groupOf(f *pflag.Flag) flagGroup {
 	v := f.Annotations[groupAnnotation]

@@ -40,11 +40,7 @@ with the model's chat template before tokenizing.`,
 			}
 			var ids []uint32
 			if chat {
-				req, err := chatRequest(in, genPrompt)
-				if err != nil {
-					return err
-				}
-				if ids, err = tok.EncodeChat(req, nil); err != nil {
+				if ids, err = tok.EncodeChat(chatRequest(in, genPrompt), nil); err != nil {
 					return err
 				}
 			} else {
@@ -71,7 +67,7 @@ with the model's chat template before tokenizing.`,
 
 // chatRequest reads --chat input: a bare messages array, or an object
 // with messages and tools as in a chat completion request.
-func chatRequest(in []byte, genPrompt bool) (tokenize.ChatRequest, error) {
+func chatRequest(in []byte, genPrompt bool) tokenize.ChatRequest {
 	req := tokenize.ChatRequest{AddGenerationPrompt: genPrompt}
 	var body struct {
 		Messages json.RawMessage `json:"messages"`
@@ -79,8 +75,8 @@ func chatRequest(in []byte, genPrompt bool) (tokenize.ChatRequest, error) {
 	}
 	if err := json.Unmarshal(in, &body); err == nil && body.Messages != nil {
 		req.Messages, req.Tools = body.Messages, body.Tools
-		return req, nil
+		return req
 	}
 	req.Messages = in
-	return req, nil
+	return req
 }

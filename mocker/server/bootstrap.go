@@ -37,10 +37,6 @@ type rooms struct {
 	m     map[uint64]*room
 }
 
-func newRooms(ttl time.Duration, clock Clock) *rooms {
-	return &rooms{ttl: ttl, clock: clock, m: make(map[uint64]*room)}
-}
-
 // get returns room id, creating it, and forgets the expired ones.
 func (rs *rooms) get(id uint64) *room {
 	rs.mu.Lock()

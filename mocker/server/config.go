@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,39 +139,17 @@ type Config struct {
 // EnsureDefaults replaces every zero field with its default and returns the
 // config for chaining. It draws EngineID from Rand when zero.
 func (c *Config) EnsureDefaults() *Config {
-	if c.DC == "" {
-		c.DC = DefaultDC
-	}
-	if c.DPSize == 0 {
-		c.DPSize = DefaultDPSize
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if c.CardInterval == 0 {
-		c.CardInterval = DefaultCardInterval
-	}
-	if c.DefaultMaxTokens == 0 {
-		c.DefaultMaxTokens = DefaultMaxTokens
-	}
-	if c.MaxOutputTokens == 0 {
-		c.MaxOutputTokens = DefaultMaxOutputTokens
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.Protocol == "" {
-		c.Protocol = ProtocolKVRouter
-	}
-	if c.KVEventsEndpoint == "" {
-		c.KVEventsEndpoint = DefaultKVEventsEndpoint
-	}
-	if c.ReplayBufferSteps == 0 {
-		c.ReplayBufferSteps = DefaultReplayBufferSteps
-	}
-	if c.BootstrapTimeout == 0 {
-		c.BootstrapTimeout = DefaultBootstrapTimeout
-	}
+	c.DC = cmp.Or(c.DC, DefaultDC)
+	c.DPSize = cmp.Or(c.DPSize, DefaultDPSize)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.CardInterval = cmp.Or(c.CardInterval, DefaultCardInterval)
+	c.DefaultMaxTokens = cmp.Or(c.DefaultMaxTokens, DefaultMaxTokens)
+	c.MaxOutputTokens = cmp.Or(c.MaxOutputTokens, DefaultMaxOutputTokens)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.Protocol = cmp.Or(c.Protocol, ProtocolKVRouter)
+	c.KVEventsEndpoint = cmp.Or(c.KVEventsEndpoint, DefaultKVEventsEndpoint)
+	c.ReplayBufferSteps = cmp.Or(c.ReplayBufferSteps, DefaultReplayBufferSteps)
+	c.BootstrapTimeout = cmp.Or(c.BootstrapTimeout, DefaultBootstrapTimeout)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -188,6 +167,10 @@ func (c *Config) EnsureDefaults() *Config {
 func (c *Config) Validate() error {
 	if err := kvrpb.ValidDC(c.DC); err != nil {
 		return fmt.Errorf("%w: dc: %w", ErrConfig, err)
+	}
+	role, err := routing.ParseRole(c.Role)
+	if err != nil {
+		return fmt.Errorf("%w: role: %w", ErrConfig, err)
 	}
 	checks := []struct {
 		key string
@@ -207,17 +190,16 @@ func (c *Config) Validate() error {
 		{"replay_buffer_steps", c.ReplayBufferSteps < 1, "must be positive"},
 		{"kv_events_endpoint", c.Protocol == ProtocolVLLM && !bindable(c.KVEventsEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
 		{"replay_endpoint", c.Protocol == ProtocolVLLM && c.ReplayEndpoint != "" && !bindable(c.ReplayEndpoint, c.DPSize), "must be tcp://host:port with room for a port per rank"},
+		{"endpoint_url", c.EndpointURL != "" && !httpURL(c.EndpointURL), fmt.Sprintf("%q is not an http(s) URL", c.EndpointURL)},
+		{"bootstrap_port", c.BootstrapPort < 0 || c.BootstrapPort > 65535, fmt.Sprintf("must be a port in 1..65535, got %d", c.BootstrapPort)},
+		{"bootstrap_port", c.BootstrapPort != 0 && role != routing.RolePrefill, fmt.Sprintf("is a prefill engine's (role prefill), not a %s engine's", role)},
+		{"bootstrap_timeout", c.BootstrapTimeout < 0, fmt.Sprintf("must be positive, got %v", c.BootstrapTimeout)},
+		{"transfer_domain", len(c.TransferDomain) > wire.MaxModelNameBytes, fmt.Sprintf("must be at most %d bytes", wire.MaxModelNameBytes)},
 	}
 	for _, k := range checks {
 		if k.bad {
 			return fmt.Errorf("%w: %s %s", ErrConfig, k.key, k.msg)
 		}
-	}
-	if err := validEndpoint(c.EndpointURL); err != nil {
-		return err
-	}
-	if err := c.validateRole(); err != nil {
-		return err
 	}
 	if err := c.Engine.Validate(); err != nil {
 		return fmt.Errorf("%w: engine: %w", ErrConfig, err)
@@ -225,17 +207,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// validEndpoint accepts an empty URL (derived later) or an http(s) URL with
-// a host, the form routers accept in a card.
-func validEndpoint(s string) error {
-	if s == "" {
-		return nil
-	}
+// httpURL reports whether s is an http(s) URL with a host, the form
+// routers accept in a card; an empty EndpointURL is derived later.
+func httpURL(s string) bool {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: endpoint_url %q is not an http(s) URL", ErrConfig, s)
-	}
-	return nil
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // bindable reports whether ep is a tcp://host:port address whose port can
@@ -243,24 +219,6 @@ func validEndpoint(s string) error {
 func bindable(ep string, ranks int) bool {
 	_, _, err := rankEndpoint(ep, uint32(max(ranks-1, 0)))
 	return err == nil
-}
-
-// validateRole checks the keys of disaggregated serving.
-func (c *Config) validateRole() error {
-	role, err := routing.ParseRole(c.Role)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: role: %w", ErrConfig, err)
-	case c.BootstrapPort < 0 || c.BootstrapPort > 65535:
-		return fmt.Errorf("%w: bootstrap_port must be a port in 1..65535, got %d", ErrConfig, c.BootstrapPort)
-	case c.BootstrapPort != 0 && role != routing.RolePrefill:
-		return fmt.Errorf("%w: bootstrap_port is a prefill engine's (role prefill), not a %s engine's", ErrConfig, role)
-	case c.BootstrapTimeout < 0:
-		return fmt.Errorf("%w: bootstrap_timeout must be positive, got %v", ErrConfig, c.BootstrapTimeout)
-	case len(c.TransferDomain) > wire.MaxModelNameBytes:
-		return fmt.Errorf("%w: transfer_domain must be at most %d bytes", ErrConfig, wire.MaxModelNameBytes)
-	}
-	return nil
 }
 
 // role is the validated Role.

@@ -188,12 +188,12 @@ func (s *Server) nextID(chat bool) string {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.cfg.Engine.Model, "object": "model", "created": 0, "owned_by": "kvrouter-mocker",
-		}},
-	})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{s.model()}})
+}
+
+// model is the served model's object in /v1/models.
+func (s *Server) model() map[string]any {
+	return map[string]any{"id": s.cfg.Engine.Model, "object": "model", "created": 0, "owned_by": "kvrouter-mocker"}
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {

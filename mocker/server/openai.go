@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/kvrouter/kvrouter/routing"
@@ -47,11 +48,6 @@ type chatRequest struct {
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-}
-
-type contentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
 }
 
 type completionRequest struct {
@@ -212,7 +208,10 @@ func messageText(raw json.RawMessage) (string, error) {
 		err := json.Unmarshal(raw, &s)
 		return s, err
 	}
-	var parts []contentPart
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", err
 	}
@@ -237,4 +236,54 @@ func TextTokens(s string) []uint32 {
 		out = append(out, binary.LittleEndian.Uint32(b[:]))
 	}
 	return out
+}
+
+// tokenList is a JSON array of token ids. It decodes itself with a direct
+// scan instead of encoding/json's reflective path, which costs several
+// times more for the 100k-token prompts the simulator replays; every id is
+// checked to be an integer that fits a u32.
+type tokenList []uint32
+
+// UnmarshalJSON reads an array of non-negative integers (null reads as
+// empty).
+func (l *tokenList) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if bytes.Equal(data, []byte("null")) {
+		*l = nil
+		return nil
+	}
+	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+		return fmt.Errorf("%w: token ids must be an array", ErrRequest)
+	}
+	out := make([]uint32, 0, len(data)/4)
+	body := bytes.TrimSpace(data[1 : len(data)-1])
+	for len(body) > 0 {
+		var item []byte
+		item, body, _ = bytes.Cut(body, []byte{','})
+		v, err := parseTokenID(bytes.TrimSpace(item))
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// parseTokenID parses one decimal id in 0..MaxUint32.
+func parseTokenID(b []byte) (uint32, error) {
+	if len(b) == 0 || len(b) > 10 {
+		return 0, fmt.Errorf("%w: token id %q is not a u32", ErrRequest, b)
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: token id %q is not a u32", ErrRequest, b)
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if v > math.MaxUint32 {
+		return 0, fmt.Errorf("%w: token id %s out of range", ErrRequest, b)
+	}
+	return uint32(v), nil
 }

@@ -118,13 +118,12 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	var tokens []uint32
 	var err error
-	switch {
-	case req.Messages != nil:
+	if req.Messages != nil {
 		var text string
 		if text, err = chatText(req.Messages); err == nil {
 			tokens = TextTokens(text)
 		}
-	default:
+	} else {
 		tokens, err = promptTokens(req.Prompt)
 	}
 	if err != nil {
@@ -159,5 +158,5 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "no such model")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": s.cfg.Engine.Model, "object": "model", "created": 0, "owned_by": "kvrouter-mocker"})
+	writeJSON(w, http.StatusOK, s.model())
 }

@@ -34,10 +34,7 @@ type pending struct {
 	blocks     []routing.LocalHash
 
 	mu       sync.Mutex
-	tokens   int
-	finished bool
-	done     mocker.Completion
-	err      error
+	progress // guarded by mu
 }
 
 func newPending(id string, maxTokens int) *pending {
@@ -90,7 +87,7 @@ func (p *pending) signal() {
 func (p *pending) read() progress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return progress{tokens: p.tokens, finished: p.finished, done: p.done, err: p.err}
+	return p.progress
 }
 
 // succeeded reports a request that finished without error.

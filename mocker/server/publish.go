@@ -38,16 +38,14 @@ func (s *Server) buildCard() *kvrpb.WorkerCard {
 // publish marshals and sends msg on subject. Failures are logged, not
 // returned: the event plane tolerates lost messages (heartbeats repeat,
 // event gaps are repaired by snapshots), and a mocker keeps serving.
-func (s *Server) publish(subject string, msg proto.Message) bool {
+func (s *Server) publish(subject string, msg proto.Message) {
 	data, err := proto.Marshal(msg)
 	if err == nil {
 		err = s.nc.Publish(subject, data)
 	}
 	if err != nil {
 		s.log.Warn("publish failed", "subject", subject, "err", err)
-		return false
 	}
-	return true
 }
 
 func (s *Server) publishCard() {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func newRank(s *Server, idx uint32) (*rank, error) {
 			return nil, err
 		}
 		r.venc = newVLLMEncoder(s.incarnation, s.cfg.Engine.BlockSize, idx)
-		r.book = newTokenBook(s.cfg.Engine.BlockSize)
+		r.book = &tokenBook{blockSize: s.cfg.Engine.BlockSize, m: make(map[routing.LocalHash]*blockTokens)}
 	}
 	return r, nil
 }
@@ -75,12 +76,27 @@ func (r *rank) submit(p *pending, req mocker.Request) error {
 	}
 	r.mu.Unlock()
 	if err == nil {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.wakeUp()
 	}
 	return err
+}
+
+// wakeUp makes the driver look at the engine again; a wake already
+// pending suffices.
+func (r *rank) wakeUp() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops p from the requests in flight. The caller holds r.mu.
+func (r *rank) forget(p *pending) {
+	delete(r.reqs, p.id)
+	r.inflight.Add(-1)
+	if r.book != nil {
+		r.book.release(p.blocks)
+	}
 }
 
 // cancel aborts p in the engine unless it has finished, and wakes the
@@ -90,19 +106,12 @@ func (r *rank) cancel(p *pending) {
 	_, live := r.reqs[p.id]
 	if live {
 		r.eng.Cancel(p.id)
-		delete(r.reqs, p.id)
-		r.inflight.Add(-1)
-		if r.book != nil {
-			r.book.release(p.blocks)
-		}
+		r.forget(p)
 	}
 	r.mu.Unlock()
 	if live {
 		r.canceled.Add(1)
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.wakeUp()
 	}
 }
 
@@ -115,14 +124,10 @@ func (r *rank) setOpen(open bool) {
 	if open {
 		return
 	}
-	for id, p := range r.reqs {
+	for _, p := range r.reqs {
 		p.abort(ErrStopped)
-		delete(r.reqs, id)
-		if r.book != nil {
-			r.book.release(p.blocks)
-		}
+		r.forget(p)
 	}
-	r.inflight.Store(0)
 }
 
 // run drives the engine until ctx is done: it sleeps until the engine's
@@ -192,11 +197,7 @@ func (r *rank) dispatch(res *mocker.StepResult) {
 	for _, c := range res.Finished {
 		if p := r.reqs[c.ID]; p != nil {
 			p.finish(c)
-			delete(r.reqs, c.ID)
-			r.inflight.Add(-1)
-			if r.book != nil {
-				r.book.release(p.blocks)
-			}
+			r.forget(p)
 		}
 	}
 }
@@ -206,4 +207,50 @@ func (r *rank) load() (mocker.Load, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.eng.Load(), r.eng.LastEventID()
+}
+
+// change is one event of an Advance that starts or stops a request's
+// per-iteration token credit.
+type change struct {
+	at       time.Time
+	id       string
+	decoding bool
+	first    bool
+}
+
+// timeline orders the first tokens, preemptions and readmissions of one
+// Advance by time. A preemption stops the credit: the request is
+// recomputed from scratch. A readmission restarts it for a request that
+// had produced tokens, because the recompute ends by sampling the next
+// token; for a long recompute spanning several iterations this credits
+// tokens slightly early, which the MaxTokens-1 cap bounds. A first token
+// starts it.
+func timeline(res *mocker.StepResult) []change {
+	var out []change
+	for _, p := range res.Preempted {
+		out = append(out, change{at: p.At, id: p.ID})
+	}
+	for _, a := range res.Admitted {
+		if a.Readmission {
+			out = append(out, change{at: a.At, id: a.ID, decoding: true})
+		}
+	}
+	for _, f := range res.FirstTokens {
+		out = append(out, change{at: f.At, id: f.ID, decoding: true, first: true})
+	}
+	slices.SortStableFunc(out, func(a, b change) int { return a.at.Compare(b.at) })
+	return out
+}
+
+// apply records the change on the request's driver-side state.
+func (c change) apply(p *pending) {
+	switch {
+	case c.first:
+		p.decoding = true
+		p.announce(max(p.emitted, 1))
+	case c.decoding:
+		p.decoding = p.emitted > 0
+	default:
+		p.decoding = false
+	}
 }

@@ -69,7 +69,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, nc: nc, incarnation: cfg.Rand.Uint64() | 1,
 		log:   log.With("dc", cfg.DC, "worker", strconv.FormatUint(cfg.EngineID, 10)),
-		rooms: newRooms(cfg.BootstrapTimeout, cfg.Clock),
+		rooms: &rooms{ttl: cfg.BootstrapTimeout, clock: cfg.Clock, m: make(map[uint64]*room)},
 		// Bootstrap servers are the prefill engines of the deployment:
 		// reached directly, never through a proxy.
 		bootClient: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}}}
@@ -125,10 +125,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return ErrStarted
 	}
-	return s.run(ctx)
-}
-
-func (s *Server) run(ctx context.Context) error {
 	subs, err := s.open()
 	if err != nil {
 		return err
@@ -175,28 +171,33 @@ func (s *Server) loop(ctx context.Context, subs []*nats.Subscription) {
 		r.setOpen(false)
 	}
 	if s.vllm() {
-		s.closeVLLM()
-		s.log.Info("mocker stopped")
-		return
+		for _, r := range s.ranks {
+			r.vpub.close()
+		}
+	} else {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		s.publishDeregister()
 	}
-	for _, sub := range subs {
-		_ = sub.Unsubscribe()
-	}
-	s.publishDeregister()
 	s.log.Info("mocker stopped")
 }
 
-// subscribe answers each rank's snapshot subject.
+// subscribe answers each rank's snapshot subject. On an error it leaves
+// nothing subscribed.
 func (s *Server) subscribe() ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
+	fail := func(err error) ([]*nats.Subscription, error) {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		return nil, err
+	}
 	for _, r := range s.ranks {
 		subject := kvrpb.SubjectSnapshot(s.cfg.DC, s.cfg.EngineID, r.worker.Rank)
 		sub, err := s.nc.Subscribe(subject, func(m *nats.Msg) { s.answerSnapshot(r, m.Data, m.Respond) })
 		if err != nil {
-			for _, prev := range subs {
-				_ = prev.Unsubscribe()
-			}
-			return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+			return fail(fmt.Errorf("subscribe %s: %w", subject, err))
 		}
 		subs = append(subs, sub)
 	}
@@ -204,19 +205,13 @@ func (s *Server) subscribe() ([]*nats.Subscription, error) {
 	// serve without waiting a card interval.
 	sub, err := s.nc.Subscribe(kvrpb.SubjectDiscover(s.cfg.DC), func(*nats.Msg) { s.publishCard() })
 	if err != nil {
-		for _, prev := range subs {
-			_ = prev.Unsubscribe()
-		}
-		return nil, fmt.Errorf("subscribe %s: %w", kvrpb.SubjectDiscover(s.cfg.DC), err)
+		return fail(fmt.Errorf("subscribe %s: %w", kvrpb.SubjectDiscover(s.cfg.DC), err))
 	}
 	subs = append(subs, sub)
 	// Flush makes the subscriptions effective at the NATS server before
 	// the engine announces itself, so a router's first request is heard.
 	if err := s.nc.Flush(); err != nil {
-		for _, sub := range subs {
-			_ = sub.Unsubscribe()
-		}
-		return nil, fmt.Errorf("subscribe snapshots: %w", err)
+		return fail(fmt.Errorf("subscribe snapshots: %w", err))
 	}
 	return subs, nil
 }

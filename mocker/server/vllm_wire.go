@@ -33,10 +33,6 @@ type tokenBook struct {
 	m         map[routing.LocalHash]*blockTokens
 }
 
-func newTokenBook(blockSize int) *tokenBook {
-	return &tokenBook{blockSize: blockSize, m: make(map[routing.LocalHash]*blockTokens)}
-}
-
 // add records a request's complete blocks and returns their hashes, to be
 // released when the request ends.
 func (b *tokenBook) add(tokens []uint32, seed uint64, lora, salt string) []routing.LocalHash {

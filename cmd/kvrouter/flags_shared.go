@@ -3,11 +3,13 @@ package main
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/kvrouter/kvrouter/fleet/natsbus"
 	"github.com/kvrouter/kvrouter/internal/oaiedge"
 )
 
-// The options of an OpenAI-compatible edge that a router node and a
-// relay's gateway share, with the same names and meaning.
+// The options that several subcommands share, with the same names and
+// meaning: those of an OpenAI-compatible edge (a router node and a relay's
+// gateway) and those of a NATS client (node, relay and mocker).
 
 // registerBodyBudgetFlag registers --max-buffered-body-bytes.
 func registerBodyBudgetFlag(fs *pflag.FlagSet, v *int64) {
@@ -43,4 +45,19 @@ func registerObservability(fs *pflag.FlagSet, l *logFlags, otlpEndpoint, adminAd
 		"host:port (gRPC, cleartext) or an http:// or https:// URL (protocol from OTEL_EXPORTER_OTLP_PROTOCOL, gRPC by default).")
 	fs.StringVar(adminAddr, "admin-addr", "", "serve /metrics and the admin routes on this address instead\n"+
 		"The admin routes are the session routes and /v1/route/explain.")
+}
+
+// registerNATSClient registers the options that authenticate to an
+// external NATS server; node, relay and mocker share them.
+func registerNATSClient(fs *pflag.FlagSet, a *natsbus.ClientAuth) {
+	fs.StringVar(&a.CredsFile, "nats-creds", "", "external NATS: .creds file (user JWT and nkey seed)")
+	fs.StringVar(&a.NKeySeedFile, "nats-nkey-seed", "", "external NATS: file of the user's nkey seed")
+	fs.StringVar(&a.User, "nats-user", "", "external NATS: user name (with --nats-password)")
+	fs.StringVar(&a.Password, "nats-password", "", "external NATS: password (prefer KVR_NATS_PASSWORD)\n"+
+		"Flags show in process lists.")
+	fs.StringVar(&a.Token, "nats-token", "", "external NATS: token (prefer KVR_NATS_TOKEN)\n"+
+		"Flags show in process lists.")
+	fs.StringVar(&a.TLSCert, "nats-tls-cert", "", "external NATS: PEM client certificate; implies TLS\nWith --nats-tls-key.")
+	fs.StringVar(&a.TLSKey, "nats-tls-key", "", "external NATS: PEM private key of --nats-tls-cert")
+	fs.StringVar(&a.TLSCA, "nats-tls-ca", "", "external NATS: PEM CA of the server; implies TLS\nDefault: the system's roots.")
 }
