@@ -51,9 +51,6 @@ func (s *Scanner) Seek(b []byte, at int) {
 	s.b, s.i = b, at
 }
 
-// Pos is the cursor: the index in the document of the next unread byte.
-func (s *Scanner) Pos() int { return s.i }
-
 // ws skips JSON whitespace.
 func (s *Scanner) ws() {
 	for s.i < len(s.b) {
