@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"go.uber.org/goleak"
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
@@ -185,11 +188,22 @@ func seq(start, n int) []int {
 
 // A request sharing a long prefix with an earlier one goes to the engine
 // that cached it, even while that engine is busy with the earlier request's
-// decode; a fresh prompt goes to the idle engine.
+// decode; a fresh prompt goes to the idle engine. The engines run at the
+// simulated hardware's own speed, so the earlier request's 3000 output
+// tokens keep its engine busy for about 20 s, far longer than the test
+// takes on any machine.
 func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
-	f := startFleet(t, 2, nil)
+	f := startFleet(t, 0, nil)
+	for id := uint64(1); id <= 2; id++ {
+		f.serveEngineWith(id, f.listen(), func(c *server.Config) { c.Engine.SpeedUp = 1 })
+	}
+	f.waitEngines(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	body, _ := json.Marshal(map[string]any{"model": model, "prompt": seq(1000, 512), "max_tokens": 3000, "stream": true})
-	resp, err := http.Post(f.base+"/v1/completions", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.base+"/v1/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,19 +213,35 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 		t.Fatalf("first stream: %v, worker %q", err, first)
 	}
 	// The engine publishes the prompt's blocks once its prefill is done;
-	// the next request may only be routed after they reach the index.
+	// the next request may only be routed after they reach the index and
+	// the node has seen the first token, which ends the prefill's load.
 	f.waitCached(seq(1000, 512), first)
-	again, cached := f.complete(append(seq(1000, 480), seq(90000, 64)...))
+	waittest.Until(t, 10*time.Second, "no prefill load is booked", func() bool { return f.activePrefillTokens() == 0 })
+	shared := append(seq(1000, 480), seq(90000, 64)...)
+	again, cached := f.complete(shared)
 	if again != first || cached < 480-16 {
-		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens", again, first, cached)
+		t.Fatalf("shared prefix went to %s (first %s) with %d cached tokens; explain now: %s", again, first, cached, f.explain(shared))
 	}
 	fresh, cached := f.complete(seq(50000, 512))
 	if fresh == first || cached != 0 {
 		t.Fatalf("fresh prompt went to %s (busy engine %s) with %d cached tokens", fresh, first, cached)
 	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatal(err)
+}
+
+// activePrefillTokens is the prefill load booked on all engines.
+func (f *fleet) activePrefillTokens() float64 {
+	ch := make(chan prometheus.Metric, 64)
+	f.node.Metrics().WorkerActivePrefillTokens.Collect(ch)
+	close(ch)
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			f.t.Fatal(err)
+		}
+		sum += d.GetGauge().GetValue()
 	}
+	return sum
 }
 
 // waitCached waits until the node's index holds the prompt's full blocks
@@ -247,10 +277,29 @@ func (f *fleet) waitCached(prompt []int, w string) {
 	})
 }
 
+// explain is the node's POST /v1/route/explain answer for a prompt of
+// token ids, for failure messages.
+func (f *fleet) explain(prompt []int) string {
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt})
+	resp, err := http.Post(f.base+"/v1/route/explain", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 // waitStored waits until the node applied n stored events.
 func (f *fleet) waitStored(n float64) {
 	f.t.Helper()
-	waittest.Until(f.t, 10*time.Second, fmt.Sprintf("%v stored events applied", n), func() bool { return f.stored() >= n })
+	waittest.UntilNil(f.t, 10*time.Second, fmt.Sprintf("%v stored events applied", n), func() error {
+		if f.stored() >= n {
+			return nil
+		}
+		b, _ := testutil.CollectAndFormat(f.node.Metrics().EventsApplied, expfmt.TypeTextPlain)
+		return fmt.Errorf("events so far:\n%s", b)
+	})
 }
 
 func (f *fleet) stored() float64 {
