@@ -25,6 +25,22 @@ const ClusterSize = 3
 // almost nothing, so that a kill looks like a crash to the clients.
 const crashDrain = time.Millisecond
 
+// engineLiveness is how long the demo's router nodes and relays let an
+// engine's heartbeats stop before they drop it and cut its requests: 60
+// of the engines' heartbeat periods (500 ms, unscaled by Compress), not
+// the routers' default of six. The whole demo (NATS servers, nodes,
+// relays, engines and the client) is one process, and when other work
+// takes the machine's cores its goroutines wait seconds to run.
+// A heartbeat passes through several of them (the engine's ticker, its
+// NATS client, the embedded server, the node's subscription), so it
+// arrived up to 8 s late beside a parallel build on two cores, while the
+// node's pause detection, which times only its own sweeper, saw no pause:
+// at 3 s every node dropped engines that had never stopped, and the
+// replay lost requests waiting on them or streaming from them. The
+// demo's engines run as long as the demo, so a long timeout hides no
+// failure; what the replays measure is placement, not failure detection.
+const engineLiveness = 30 * time.Second
+
 // Cluster is the demo's DC: one NATS server, a 3-node router cluster in
 // raft with Pebble on disk (in a temporary directory), and the engines,
 // all in this process on loopback. Node 0 listens on Config.HTTPAddr.
@@ -86,6 +102,7 @@ func startDC(ctx context.Context, cfg Config, dc, httpAddr, policy string, log *
 		}
 		ncfg.Dispatch.Policy = policy
 		ncfg.Dispatch.AffinityTTL = time.Hour
+		ncfg.Events.LivenessTimeout = engineLiveness
 		ncfg.Frontend.ShutdownTimeout = crashDrain
 		ncfg.Drain.NoTransfer = true // Kill simulates a crash
 		ncfg.Cluster = node.ClusterConfig{RaftAddr: addrs[i][1], APIAddr: addrs[i][2], Peers: peers,

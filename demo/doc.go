@@ -36,6 +36,10 @@
 // Time is compressed: arrivals come Compress times faster than in the trace
 // and the engines' timing model runs Compress times faster too, so the load
 // relative to capacity is the trace's own; TTFT is reported in wall time.
+// The engines' heartbeats are not compressed, and the nodes and relays
+// drop an engine only after 30 s without one (engineLiveness): the demo
+// runs in one process, which a busy machine starves for seconds at a
+// time, and its engines never fail.
 //
 // Serve mode leaves one DC running for curl or any OpenAI client.
 //

@@ -93,7 +93,7 @@ func StartFederation(ctx context.Context, cfg Config, log *slog.Logger) (_ *Fede
 			nodes, apis = append(nodes, n[1]), append(apis, n[2])
 		}
 		r, err := service.New(service.Config{DC: dc, NATS: f.dcs[i].bus.URL(), Nodes: nodes, ClusterAPIs: apis,
-			GatewayAddr: gw[i], PublishAddr: pub[i],
+			GatewayAddr: gw[i], PublishAddr: pub[i], LivenessTimeout: engineLiveness,
 			Peers: []service.Peer{{DC: names[o], PublishAddr: toPub.Addr(), GatewayURL: "http://" + toGW.Addr(), WANRTT: DefaultWANRTT}},
 			Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: mocker.DefaultBlockSize}},
 			Log:   log})

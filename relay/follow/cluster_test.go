@@ -71,12 +71,18 @@ func TestSourceFollowsCluster(t *testing.T) {
 		t.Fatalf("phase 1 stats %+v: want batches from the ring and no snapshot", st)
 	}
 
-	// Ring overrun: the source is stopped while the ring moves on.
+	// Ring overrun: the source is stopped while the ring moves on. Every
+	// node applies the traffic before the source resumes: on a node still
+	// catching up, more than 4 batches can land between the snapshot and
+	// the stream's first read of the ring, which ends the stream with
+	// OUT_OF_RANGE and takes a second snapshot. That is the source's
+	// documented recovery, but it makes the count below a race.
 	r.stop(t)
 	for _, n := range c.nodes {
 		n.FSM().Ownership().SetLimits(4, 1<<20)
 	}
 	c.traffic(30)
+	c.settle()
 	r = run(p, src)
 	c.waitMatch(p)
 	if st := src.Stats(); st.Snapshots != 1 {

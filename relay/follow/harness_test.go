@@ -227,3 +227,21 @@ func (c *cluster) waitMatch(p *producer.Producer) {
 		return nil
 	})
 }
+
+// settle waits until every live node has applied the leader's last
+// ownership batch. A write returns once the leader applied it, while a
+// follower may still be applying a backlog (after a leadership change
+// under load the source's node is such a follower), and its change ring
+// moves on with every batch it applies.
+func (c *cluster) settle() {
+	c.t.Helper()
+	want := c.nodes[c.leader()].FSM().Ownership().Last()
+	waittest.UntilNil(c.t, 10*time.Second, "every node applied the leader's ownership", func() error {
+		for i, n := range c.nodes {
+			if got := n.FSM().Ownership().Last(); !c.down[i] && got < want {
+				return fmt.Errorf("node %d at ownership index %d, the leader at %d", i, got, want)
+			}
+		}
+		return nil
+	})
+}

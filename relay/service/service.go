@@ -102,6 +102,13 @@ type Config struct {
 	// HeartbeatInterval is how often summaries carry the pools' load to
 	// subscribers (default 1 s).
 	HeartbeatInterval time.Duration
+	// LivenessTimeout is how long an engine's heartbeats may stop before
+	// the relay leaves it out of its pools' load and engine count (zero:
+	// fleet.DefaultLivenessTimeout, the router nodes' default). The relay
+	// command leaves the default; a program that runs its nodes with
+	// another liveness timeout (the demo) sets theirs here, so that the
+	// relay and the nodes agree on which engines the DC has.
+	LivenessTimeout time.Duration
 	// ClusterTLS (cluster_tls_cert, cluster_tls_key, cluster_tls_ca) is
 	// the mutual TLS of the DC's cluster API, for router nodes that run
 	// with --cluster-tls-*: the relay presents this certificate when it
@@ -146,6 +153,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: cluster_apis: the DC's router nodes' cluster API addresses are required", ErrConfig)
 	case len(c.Pools) == 0:
 		return fmt.Errorf("%w: pools: at least one model:block_size", ErrConfig)
+	case c.LivenessTimeout < 0:
+		return fmt.Errorf("%w: liveness_timeout %v must not be negative", ErrConfig, c.LivenessTimeout)
 	}
 	for _, a := range []struct{ key, addr string }{{"gateway_addr", c.GatewayAddr}, {"publish_addr", c.PublishAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
@@ -498,7 +507,7 @@ func (r *Relay) openRegistry(ctx context.Context) (*fleet.Plane, func(), error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}
-	plane, err := fleet.New(fleet.Config{DC: r.cfg.DC, NoKVEvents: true}, bus.Conn, nil, nil, r.log)
+	plane, err := fleet.New(fleet.Config{DC: r.cfg.DC, NoKVEvents: true, LivenessTimeout: r.cfg.LivenessTimeout}, bus.Conn, nil, nil, r.log)
 	if err != nil {
 		bus.Close()
 		return nil, nil, err
