@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/kvrouter/kvrouter/internal/mtls"
@@ -39,7 +40,18 @@ func NewTLSTransport(addr string, server, client *tls.Config, memberAt func(raft
 		return nil, fmt.Errorf("consensus: raft tls listener on %s: %w", addr, err)
 	}
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
-	return raft.NewNetworkTransportWithLogger(&tlsStreamLayer{ln: ln, client: client, memberAt: memberAt}, maxPool, timeout, newHclogAdapter(log, node)), nil
+	return raft.NewNetworkTransportWithConfig(transportConfig(&tlsStreamLayer{ln: ln, client: client, memberAt: memberAt}, maxPool, timeout, newHclogAdapter(log, node))), nil
+}
+
+// transportConfig is raft's NetworkTransport configuration for both of
+// our transports. MaxRPCsInFlight is 1, which turns off pipelined
+// replication: in hashicorp/raft v1.8.0 a follower's Success=false
+// during pipelining can park the leader's send and decode loops on each
+// other (hashicorp/raft#612), after which that follower gets heartbeats
+// but no entries and Shutdown never returns. Synchronous AppendEntries
+// cost nothing measurable at our write rate (ownership batches, bindings).
+func transportConfig(stream raft.StreamLayer, maxPool int, timeout time.Duration, log hclog.Logger) *raft.NetworkTransportConfig {
+	return &raft.NetworkTransportConfig{Stream: stream, MaxPool: maxPool, MaxRPCsInFlight: 1, Timeout: timeout, Logger: log}
 }
 
 func (s *tlsStreamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }

@@ -151,7 +151,7 @@ func (n *Node) fillDeps(d *Deps) error {
 		}
 	}
 	if d.Transport == nil {
-		t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, nil, 3, n.cfg.ApplyTimeout, newHclogAdapter(n.log, n.cfg.NodeID))
+		t, err := raft.NewTCPTransportWithConfig(n.cfg.RaftAddr, nil, transportConfig(nil, 3, n.cfg.ApplyTimeout, newHclogAdapter(n.log, n.cfg.NodeID)))
 		if err != nil {
 			return fmt.Errorf("consensus: raft transport on %s: %w", n.cfg.RaftAddr, err)
 		}
