@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -79,11 +80,17 @@ func TestDisaggEndToEnd(t *testing.T) {
 				t.Fatalf("prefill engine %q", prefill)
 			}
 			// Prefill and decode engines both publish the prompt's blocks.
-			f.waitStored(2)
+			f.waitCached(seq(1000, 256), prefill)
+			f.waitCached(seq(1000, 256), decode)
+			// Each prefill's load is off its engine before the next request:
+			// with SGLang's hand-off the prefill engine's own response can
+			// end after the client's.
 			for range 3 {
-				_, again := f.streamPair(append(seq(1000, 240), seq(90000, 64)...))
+				f.waitPrefillsDone()
+				shared := append(seq(1000, 240), seq(90000, 64)...)
+				_, again := f.streamPair(shared)
 				if again != prefill {
-					t.Fatalf("shared prefix prefilled on %s, want the caching %s", again, prefill)
+					t.Fatalf("shared prefix prefilled on %s, want the caching %s; explain now: %s; reports %s", again, prefill, f.explain(shared), f.reports())
 				}
 			}
 		})
@@ -100,4 +107,12 @@ func TestDisaggDecodeFallbackEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(decode, "3/") || prefill != "" {
 		t.Fatalf("served by %q with prefill %q", decode, prefill)
 	}
+}
+
+func (f *fleet) reports() string {
+	var b strings.Builder
+	for _, e := range f.node.EngineRegistry().Engines() {
+		fmt.Fprintf(&b, "%d:%+v ", e.ID, e.Loads)
+	}
+	return b.String()
 }

@@ -23,11 +23,15 @@ func selectDisaggFleet(t *testing.T) *fleet {
 }
 
 // cachedPrefill serves prompt through the node, so that a prefill
-// engine caches it, and returns that engine's worker name ("1/0").
+// engine caches it, and returns that engine's worker name ("1/0") once
+// the index holds the prompt on it and its prefill is no longer booked.
+// (A count of stored events is no such condition: the decode engine's
+// events can make it first.)
 func (f *fleet) cachedPrefill(prompt []int) string {
 	f.t.Helper()
 	_, prefill := f.streamPair(prompt)
-	f.waitStored(2)
+	f.waitCached(prompt, prefill)
+	f.waitPrefillsDone()
 	return prefill
 }
 
