@@ -85,9 +85,9 @@ func TestDisaggEndToEnd(t *testing.T) {
 			// Each prefill's load is off its engine before the next request:
 			// with SGLang's hand-off the prefill engine's own response can
 			// end after the client's.
+			shared := append(seq(1000, 240), seq(90000, 64)...)
 			for range 3 {
 				f.waitPrefillsDone()
-				shared := append(seq(1000, 240), seq(90000, 64)...)
 				_, again := f.streamPair(shared)
 				if again != prefill {
 					t.Fatalf("shared prefix prefilled on %s, want the caching %s; explain now: %s; reports %s", again, prefill, f.explain(shared), f.reports())
@@ -109,6 +109,7 @@ func TestDisaggDecodeFallbackEndToEnd(t *testing.T) {
 	}
 }
 
+// reports is every engine's last reported load, for failure messages.
 func (f *fleet) reports() string {
 	var b strings.Builder
 	for _, e := range f.node.EngineRegistry().Engines() {

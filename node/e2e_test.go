@@ -16,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
@@ -232,23 +230,9 @@ func TestSharedPrefixLandsOnTheCachingEngine(t *testing.T) {
 // engine, when its own response ends, which can come after the client's.
 func (f *fleet) waitPrefillsDone() {
 	f.t.Helper()
-	waittest.Until(f.t, 10*time.Second, "no prefill load is booked", func() bool { return f.activePrefillTokens() == 0 })
-}
-
-// activePrefillTokens is the prefill load booked on all engines.
-func (f *fleet) activePrefillTokens() float64 {
-	ch := make(chan prometheus.Metric, 64)
-	f.node.Metrics().WorkerActivePrefillTokens.Collect(ch)
-	close(ch)
-	var sum float64
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			f.t.Fatal(err)
-		}
-		sum += d.GetGauge().GetValue()
-	}
-	return sum
+	waittest.Until(f.t, 10*time.Second, "no prefill load is booked", func() bool {
+		return metricValue(f.t, f.node, "kvrouter_worker_active_prefill_tokens") == 0
+	})
 }
 
 // waitCached waits until the node's index holds the prompt's full blocks
