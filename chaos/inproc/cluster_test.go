@@ -208,7 +208,7 @@ func (c *cluster) abort(m *member, err error) error {
 func (c *cluster) up(i int) bool { return c.members[i].node != nil }
 
 // stop shuts member i down and closes its stores (a clean stop; a crash
-// is crashImage before stop).
+// is disk.powerLoss before stop).
 func (c *cluster) stop(i int) {
 	m := c.members[i]
 	if m.node == nil {

@@ -3,11 +3,14 @@ package inproc
 import (
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // S13 PowerLossMinority (Jepsen's pause-kill): a follower B is cut off,
 // binds go on through the leader L and the other follower A, then A loses
-// power (its disk keeps only what was synced) while L is cut off in turn.
+// power (its disk keeps only what was synced, and it syncs nothing more)
+// while L is cut off in turn.
 // A restarts from the crash image and forms a majority with the stale B:
 // if A had acknowledged an append it had not synced, the new majority
 // would elect a leader without it and lose acknowledged binds. Then
@@ -26,8 +29,15 @@ func TestS13PowerLossMinority(t *testing.T) {
 	c.isolate(b) // B paused: it misses what follows.
 	time.Sleep(phase(t, 500*time.Millisecond))
 	fault := time.Now()
-	img := c.members[a].disk.crashImage() // A's power fails here.
-	c.isolate(l)                          // L stays up but cut off: only A and B can form a majority.
+	img := c.members[a].disk.powerLoss() // A's power fails here: it syncs, so acknowledges, nothing more.
+	c.isolate(l)                         // L stays up but cut off: only A and B can form a majority.
+	// Once L has stepped down, nothing A would still sync can commit
+	// there; then A's blocked syncs may go on (into the disk it leaves)
+	// and A can be stopped.
+	waitFor(t, 5*time.Second, "the cut-off leader to step down", func() bool {
+		return c.members[l].node.Raft().State() != raft.Leader
+	})
+	c.members[a].disk.release()
 	c.stop(a)
 	c.members[a].disk = img
 	c.start(a)
