@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -181,22 +182,39 @@ func verifyAll(t *testing.T, d *dc, h *history) (lost []string) {
 			want[o.session] = o.engine
 		}
 	}
-	c := newClient(1000, h)
-	for s, e := range want {
-		for _, m := range d.live() {
-			seed, _ := strconv.Atoi(s[2:])
-			var got string
-			for attempt := 0; attempt < 5 && got == ""; attempt++ {
-				got = c.route(m, s, seed)
-				if got == "" {
-					time.Sleep(200 * time.Millisecond)
+	// Each session is asked of every member: thousands of requests, sent by
+	// a few clients at once (each one sequential, as porcupine's clients are).
+	sessions := make(chan string)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 8 {
+		c := newClient(1000+w, h)
+		wg.Go(func() {
+			for s := range sessions {
+				seed, _ := strconv.Atoi(s[2:])
+				for _, m := range d.live() {
+					var got string
+					for attempt := 0; attempt < 5 && got == ""; attempt++ {
+						got = c.route(m, s, seed)
+						if got == "" {
+							time.Sleep(200 * time.Millisecond)
+						}
+					}
+					if got != want[s] {
+						mu.Lock()
+						lost = append(lost, fmt.Sprintf("%s: bound to %s, %s routed it to %q", s, want[s], m.id, got))
+						mu.Unlock()
+					}
 				}
 			}
-			if got != e {
-				lost = append(lost, fmt.Sprintf("%s: bound to %s, %s routed it to %q", s, e, m.id, got))
-			}
-		}
+		})
 	}
+	for s := range want {
+		sessions <- s
+	}
+	close(sessions)
+	wg.Wait()
+	slices.Sort(lost)
 	return lost
 }
 
