@@ -150,8 +150,10 @@
 //     (observers.go), not looked up by label values on every request.
 //
 // Unreachable engines. When the connection to the chosen engine cannot be
-// made (refused, timed out), the engine has seen nothing and the client
-// nothing either, so the request is routed once more: Done reports
+// made (refused, timed out), or the request's write fails on two kept-alive
+// connections in turn (an engine that died leaves its connections in the
+// pool), the engine has seen no whole request and the client nothing
+// either, so the request is routed once more: Done reports
 // dispatch.ErrEngineUnreachable, which makes the dispatcher leave that
 // engine out, and a second Route chooses another. This moves a killed
 // engine's traffic at once rather than after the liveness timeout. A

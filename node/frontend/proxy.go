@@ -43,9 +43,12 @@ func (x *exchange) proxy(ctx context.Context) (err error) {
 		return perr
 	}
 	if err != nil {
-		if !x.rerouted && netOp(err) == "dial" && x.r.Context().Err() == nil {
-			// Nothing reached the engine and nothing was written to the
-			// client: serve routes the request again.
+		if op := netOp(err); !x.rerouted && (op == "dial" || op == "write") && x.r.Context().Err() == nil {
+			// Nothing was written to the client, and the engine saw
+			// nothing (dial) or no whole request: roundTrip's second
+			// write failed too, on another kept-alive connection, which
+			// an engine that died leaves in the pool by the dozen. Serve
+			// routes the request again.
 			x.s.log.Warn("engine unreachable, routing again", "request", x.id, "worker", x.dec.Worker.String(), "err", err)
 			return fmt.Errorf("%w: %w", dispatch.ErrEngineUnreachable, err)
 		}
@@ -87,8 +90,9 @@ func (x *exchange) lostCause() error {
 // the connection under it (it restarted, died, or closed a kept-alive
 // connection just as it was reused), so it cannot have read the whole
 // request, and net/http does not replay a request it wrote a part of. On
-// an engine that died the second attempt finds nothing to connect to,
-// which proxy's caller answers by routing the request elsewhere.
+// an engine that died the second attempt finds nothing to connect to, or
+// another of the connections it left in the pool; proxy answers either by
+// routing the request elsewhere.
 func (x *exchange) roundTrip(ctx context.Context) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		req, err := x.upstreamRequest(ctx)

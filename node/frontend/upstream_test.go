@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,5 +312,74 @@ func TestEngineClosedConnectionsReplayed(t *testing.T) {
 			t.Fatalf("request %d: Done errors %v", i, errs)
 		}
 		e.CloseClientConnections()
+	}
+}
+
+// failingWrites is a transport whose first n requests fail as a write on
+// a connection the engine closed (broken pipe) fails; the rest go to the
+// engine.
+type failingWrites struct {
+	mu    sync.Mutex
+	n     int
+	inner http.RoundTripper
+}
+
+func (f *failingWrites) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	fail := f.n > 0
+	f.n--
+	f.mu.Unlock()
+	if fail {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
+	}
+	return f.inner.RoundTrip(r)
+}
+
+// A request whose write fails is sent once more on the same decision; when
+// that write fails too (a dead engine leaves many kept-alive connections
+// in the pool), it is routed again, as an unreachable engine's is; a
+// rerouted request whose writes fail gets 502.
+func TestEngineWriteFailures(t *testing.T) {
+	e := newFakeEngine(t, nil)
+	for _, tc := range []struct {
+		fails  int
+		status int
+		routes int
+		done   []error // the errors each decision's Done got, in order
+	}{
+		{1, http.StatusOK, 1, []error{nil}},
+		{2, http.StatusOK, 2, []error{dispatch.ErrEngineUnreachable, nil}},
+		{4, http.StatusBadGateway, 2, []error{dispatch.ErrEngineUnreachable, ErrUpstream}},
+	} {
+		t.Run(strconv.Itoa(tc.fails), func(t *testing.T) {
+			r := newFakeRouter(e.URL, "m")
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			ts := startFrontend(t, Config{Transport: &failingWrites{n: tc.fails, inner: tr}}, r)
+			resp := post(t, ts, "/v1/completions", `{"model":"m","prompt":"x"}`, nil)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			// Every decision's Done has run once the handler returned.
+			if _, errs := r.waitDone(t, ts); len(errs) != len(tc.done) {
+				t.Fatalf("Done errors %v, want %v", errs, tc.done)
+			} else {
+				for i, want := range tc.done {
+					if (want == nil) != (errs[i] == nil) || (want != nil && !errors.Is(errs[i], want)) {
+						t.Fatalf("Done errors %v, want %v", errs, tc.done)
+					}
+				}
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if len(r.reqs) != tc.routes {
+				t.Fatalf("%d Route calls, want %d", len(r.reqs), tc.routes)
+			}
+		})
 	}
 }
