@@ -82,12 +82,13 @@ func TestDisaggEndToEnd(t *testing.T) {
 			// Prefill and decode engines both publish the prompt's blocks.
 			f.waitCached(seq(1000, 256), prefill)
 			f.waitCached(seq(1000, 256), decode)
-			// Each prefill's load is off its engine before the next request:
-			// with SGLang's hand-off the prefill engine's own response can
-			// end after the client's.
+			// Each prefill's load is off its engine before the next request,
+			// booked and reported: with SGLang's hand-off the prefill
+			// engine's own response can end after the client's.
 			shared := append(seq(1000, 240), seq(90000, 64)...)
 			for range 3 {
 				f.waitPrefillsDone()
+				f.waitEnginesIdle()
 				_, again := f.streamPair(shared)
 				if again != prefill {
 					t.Fatalf("shared prefix prefilled on %s, want the caching %s; explain now: %s; reports %s", again, prefill, f.explain(shared), f.reports())

@@ -235,6 +235,24 @@ func (f *fleet) waitPrefillsDone() {
 	})
 }
 
+// waitEnginesIdle waits until every engine's last heartbeat reports no
+// request in flight and no blocks held: the cost of an engine weighs the
+// load it reported beyond what the node booked, and a heartbeat sent
+// while a finished request was still running can outlast its booking.
+func (f *fleet) waitEnginesIdle() {
+	f.t.Helper()
+	waittest.Until(f.t, 10*time.Second, "every engine reports itself idle", func() bool {
+		for _, e := range f.node.EngineRegistry().Engines() {
+			for _, l := range e.Loads {
+				if l != (routing.Load{}) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // waitCached waits until the node's index holds the prompt's full blocks
 // on worker w, as its own POST /v1/route/explain reports them. (A count
 // of applied events is not that: a stored event that arrives while the

@@ -24,7 +24,8 @@ func selectDisaggFleet(t *testing.T) *fleet {
 
 // cachedPrefill serves prompt through the node, so that a prefill
 // engine caches it, and returns that engine's worker name ("1/0") once
-// the index holds the prompt on it and its prefill is no longer booked.
+// the index holds the prompt on it and its prefill is no longer booked
+// or reported.
 // (A count of stored events is no such condition: the decode engine's
 // events can make it first.)
 func (f *fleet) cachedPrefill(prompt []int) string {
@@ -32,6 +33,7 @@ func (f *fleet) cachedPrefill(prompt []int) string {
 	_, prefill := f.streamPair(prompt)
 	f.waitCached(prompt, prefill)
 	f.waitPrefillsDone()
+	f.waitEnginesIdle()
 	return prefill
 }
 
