@@ -194,6 +194,7 @@ func TestDeclaredEngineReplayInCluster(t *testing.T) {
 	for _, f := range members() {
 		waitUntil(t, 10*time.Second, "two routable engines", func() bool { return len(f.cachedBlocks(seq(1, 16))) == 2 })
 	}
+	waitSubscribed(t, a, b)
 	a.cache(t, warm)
 	for _, f := range members() {
 		f.indexed(a, warm)

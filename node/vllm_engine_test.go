@@ -157,7 +157,21 @@ func startVLLMFleet(t *testing.T, steps int, extra string) (*fleet, *vllmEngine,
 	}, goleak.IgnoreAnyFunction(zmqPubWriter))
 	t.Cleanup(func() { a.stop(); b.stop() }) // before the fleet's leak check
 	waitUntil(t, 10*time.Second, "two routable engines", func() bool { return len(f.cachedBlocks(seq(1, 16))) == 2 })
+	waitSubscribed(t, a, b)
 	return f, a, b
+}
+
+// waitSubscribed waits until a subscription reached each engine's PUB
+// socket. A batch published before that is lost to the subscriber until
+// a later batch shows the gap: the tests' first batches must go out live.
+func waitSubscribed(t *testing.T, engines ...*vllmEngine) {
+	t.Helper()
+	for _, e := range engines {
+		waitUntil(t, 10*time.Second, "a subscriber to engine "+e.worker+"'s events", func() bool {
+			topics, err := e.srv.KVEventTopics(0)
+			return err == nil && len(topics) > 0
+		})
+	}
 }
 
 // indexed waits until the node finds every prompt's blocks on e.

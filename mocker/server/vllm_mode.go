@@ -65,6 +65,19 @@ func (s *Server) KVEventsEndpoints(rank uint32) (pub, replay string, err error) 
 	return pub, replay, nil
 }
 
+// KVEventTopics returns the topics rank's PUB socket has subscribers for
+// in the vLLM-wire mode. A SUB socket's subscription reaches the publisher
+// some time after it connects, and a batch published before that is lost
+// to it: a test that needs a batch delivered live waits for the
+// subscription first. It is a test hook.
+func (s *Server) KVEventTopics(rank uint32) ([]string, error) {
+	p, err := s.vllmPublisher(rank)
+	if err != nil {
+		return nil, err
+	}
+	return p.topics(), nil
+}
+
 // ClosePublisher closes rank's vLLM-wire sockets: until OpenPublisher
 // binds them again on the same addresses, batches are numbered and kept
 // for replay but reach nobody, as a publisher that lost its subscribers

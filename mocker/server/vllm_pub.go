@@ -120,6 +120,17 @@ func (p *vllmPub) endpoints() (string, string) {
 	return p.endpoint, p.replayEP
 }
 
+// topics are the topics the PUB socket has subscribers for (none while
+// it is closed).
+func (p *vllmPub) topics() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pub == nil {
+		return nil
+	}
+	return p.pub.(zmq4.Topics).Topics()
+}
+
 // publish numbers payload, keeps it for replay and sends it unless drop
 // is set (a test hook standing in for a lost message).
 func (p *vllmPub) publish(payload []byte, drop bool) {

@@ -66,16 +66,10 @@ func startVLLM(t *testing.T, mutate func(*Config)) *vllmHarness {
 }
 
 // subscriptions returns the topics rank 0's PUB socket has subscribers
-// for: a SUB socket's subscription reaches the publisher some time after
-// it connects, and what is published before that is lost to it.
+// for (Server.KVEventTopics).
 func (h *vllmHarness) subscriptions() []string {
-	p := h.srv.ranks[0].vpub
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pub == nil {
-		return nil
-	}
-	return p.pub.(zmq4.Topics).Topics()
+	topics, _ := h.srv.KVEventTopics(0)
+	return topics
 }
 
 func (h *vllmHarness) get(t *testing.T, path string) (int, string) {
