@@ -113,7 +113,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		}
 		rc.NoSnapshotRestoreOnStart = true
 	}
-	r, err := raft.NewRaft(rc, n.fsm, deps.LogStore, deps.StableStore, deps.Snapshots, deps.Transport)
+	r, err := raft.NewRaft(rc, n.fsm, deps.LogStore, deps.StableStore, deps.Snapshots, &heartbeatGate{Transport: deps.Transport})
 	if err != nil {
 		n.closeTransport()
 		return nil, fmt.Errorf("consensus: starting raft: %w", err)
@@ -244,6 +244,59 @@ func (n *Node) closeTransport() {
 	if c, ok := n.trans.(raft.WithClose); ok {
 		_ = c.Close()
 	}
+}
+
+// heartbeatGate is the transport raft runs on: deps.Transport, whose
+// heartbeat handler runs under a read lock that the gate's Close (called
+// by raft's Shutdown once raft's own goroutines ended) takes to drop
+// every later heartbeat. hashicorp/raft calls that handler on the
+// transport's connection goroutine, not on its own: one that passed raft's
+// shutdown check just before Shutdown could still be writing the current
+// term when the owner closed the stable store after Shutdown, and raft
+// panics on a failed term write. Once Close returned, no raft code runs
+// on the transport's goroutines. The transports kvrouter runs on
+// (NetworkTransport, InmemTransport) support pre-vote, which the gate
+// forwards.
+type heartbeatGate struct {
+	raft.Transport
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (g *heartbeatGate) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if cb == nil {
+		g.Transport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.Transport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		if g.closed {
+			rpc.Respond(nil, raft.ErrRaftShutdown)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+func (g *heartbeatGate) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	p, ok := g.Transport.(raft.WithPreVote)
+	if !ok {
+		return fmt.Errorf("consensus: transport %T has no pre-vote", g.Transport)
+	}
+	return p.RequestPreVote(id, target, args, resp)
+}
+
+// Close waits for the heartbeats being handled, drops later ones, and
+// closes the transport when it can be closed.
+func (g *heartbeatGate) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	if c, ok := g.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // watchLeadership follows raft.LeaderCh: on gaining leadership it starts
