@@ -237,5 +237,7 @@
 // resolved (applied, or failed by a leadership change or raft's
 // shutdown). In one process hosting several nodes (tests), shut every
 // raft down before closing the shared transports, or peers' connection
-// handlers outlive them.
+// handlers outlive them. Raft handles heartbeats on the transport's
+// connection goroutines; once Shutdown returned none of them runs raft
+// code (heartbeatGate), so the caller may close the log and stable stores.
 package consensus
