@@ -59,7 +59,8 @@
 // allocating nothing once the buffer is large enough but the copy of a
 // model name longer than one byte.
 //
-// Refusals. It does not tokenize text, does not decode fields routing
+// Refusals. Parse does not tokenize text (ExactTokens does, on request,
+// with the model's tokenizer), does not decode fields routing
 // does not read, and does not rewrite or copy the body: Tokens may alias
 // the scratch buffer and Text is a copy. It maps to HTTP status only its
 // own refusals; an edge's sentinels are that edge's rows.

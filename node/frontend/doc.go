@@ -178,7 +178,8 @@
 // by digest in constant time and never logged. ServeAdmin serves the
 // admin routes on a listener of their own.
 //
-// Refusals. The frontend does not tokenize, does not retry on another
+// Refusals. The frontend tokenizes text only to route it (the engine
+// gets the body as the client sent it), does not retry on another
 // engine once a request was sent (the body may have been consumed; a
 // prefill hop, whose answer no client sees, is the exception), and does
 // not rewrite the bodies of aggregated requests. A vLLM prefill hop that

@@ -41,8 +41,10 @@
 // reports engines, is below MaxUtilization and has a configured Remote; it
 // must beat the local benefit by more than MinAdvantageMs, so ties stay
 // local. Policy.LocalOnly turns cross-DC prefix reuse off. A text prompt
-// has no block hashes (the gateway does not tokenize) and is served
-// locally unless the load terms favour another DC.
+// is hashed with its model's tokenizer (Config.Tokenizers, the same
+// encoding the nodes use); a text prompt of a model without one has no
+// block hashes and is served locally unless the load terms favour another
+// DC.
 //
 // # Forwarding, fallback and relaying
 //
@@ -150,7 +152,7 @@
 //
 // # What it refuses to do
 //
-// It does not tokenize, choose engines (the serving DC's router nodes do),
+// It does not choose engines (the serving DC's router nodes do),
 // rewrite bodies, retry a request a node accepted,
 // or fall back once an answer has begun. It reads the clock only through
 // Config.Now (deadlines, staleness, decision latency, cache expiry) and

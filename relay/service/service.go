@@ -463,37 +463,40 @@ func (r *Relay) run(ctx context.Context) error {
 	wg.Go(func() { r.pub.Run(ctx, r.cfg.HeartbeatInterval) })
 	wg.Go(func() { r.feed(ctx, plane.Registry()) })
 	wg.Go(func() { r.loads(ctx, plane.Registry()) })
+	// A start that fails part way stops what it started, as a stop does:
+	// the lanes already added keep following their peers until closed.
 	conns, err := r.addLanes()
+	defer func() {
+		cancel()
+		_ = r.src.Close()
+		r.cons.Close()
+		gs.Stop()
+		for _, p := range r.producers {
+			p.Close()
+		}
+		r.sessions.Close()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		r.upstream.CloseIdleConnections()
+		if terr := r.tracing.Shutdown(); terr != nil {
+			r.log.Warn("flushing spans", "err", terr)
+		}
+	}()
 	waitAdmin := func() {}
 	if err == nil {
 		waitAdmin, err = r.serveAdmin(ctx)
 	}
 	if err != nil {
-		cancel()
-		gs.Stop()
-		wg.Wait()
+		_ = gwLn.Close()
 		return err
 	}
-	defer waitAdmin()
 	close(r.ready)
 	r.log.Info("relay serving", "gateway", ga, "publish", pa, "peers", len(r.cfg.Peers), "pools", len(r.cfg.Pools))
 	err = r.gw.Serve(ctx, gwLn)
 	cancel()
-	_ = r.src.Close()
-	r.cons.Close()
-	gs.Stop()
-	for _, p := range r.producers {
-		p.Close()
-	}
-	r.sessions.Close()
-	wg.Wait()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	r.upstream.CloseIdleConnections()
-	if terr := r.tracing.Shutdown(); terr != nil {
-		r.log.Warn("flushing spans", "err", terr)
-	}
+	waitAdmin()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
 	"github.com/kvrouter/kvrouter/fleet/natsbus"
@@ -446,4 +447,38 @@ func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
 	if err := <-runErr; err == nil {
 		t.Fatal("Run succeeded on a taken address")
 	}
+}
+
+// TestFailedStartStopsWhatItStarted checks that a relay whose start fails
+// after it began following its peers (its admin address is taken) stops
+// those lanes, its publication server and its connections before Run
+// returns, instead of leaving them running in the process.
+func TestFailedStartStopsWhatItStarted(t *testing.T) {
+	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	before := goleak.IgnoreCurrent()
+	cfg := service.Config{DC: "a", NATS: bus.URL(), Nodes: []string{"http://127.0.0.1:1"},
+		ClusterAPIs: []string{"127.0.0.1:1"}, GatewayAddr: "127.0.0.1:0", PublishAddr: "127.0.0.1:0",
+		Peers: []service.Peer{{DC: "b", PublishAddr: freeAddr(t), GatewayURL: "http://" + freeAddr(t)}},
+		Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}}, Log: testLog()}
+	cfg.Edge.AdminAddr = taken.Addr().String()
+	r, err := service.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("Run: %v, want the admin listener's bind error", err)
+	}
+	if n := len(r.Consumer().Lanes(time.Now())); n == 0 {
+		t.Fatal("the relay added no lane before failing: the test no longer covers a failure after them")
+	}
+	goleak.VerifyNone(t, before)
 }
