@@ -219,6 +219,24 @@ func TestSelectHTTPMirror(t *testing.T) {
 		t.Fatalf("answer %s: %v", out, err)
 	}
 	f.waitReservations(1)
+	// An outcome that is not one of the four names (in lower case) is
+	// refused with a 400 naming the parameter, and the reservation stays.
+	for _, bad := range []string{"FAILED", "failure", "select_outcome_failed"} {
+		req, _ := http.NewRequest(http.MethodDelete, f.base+"/v1/reservations/"+got.ReservationID+"?outcome="+bad, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct{ Error struct{ Param string } }
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || e.Error.Param != "outcome" {
+			t.Errorf("DELETE ?outcome=%s: %d %s, want 400 naming outcome", bad, resp.StatusCode, b)
+		}
+	}
+	if n := metricValue(t, f.node, "kvrouter_selection_reservations"); n != 1 {
+		t.Fatalf("a refused release ended the reservation: %v held", n)
+	}
 	req, _ := http.NewRequest(http.MethodDelete, f.base+"/v1/reservations/"+got.ReservationID+"?outcome=failed", nil)
 	dresp, err := http.DefaultClient.Do(req)
 	if err != nil {
