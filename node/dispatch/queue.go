@@ -183,12 +183,18 @@ func (d *Dispatcher) prepare(sc *policy.Scratch, r *Request, q *policy.Query, ph
 }
 
 // decideOnce decides on prepared candidates (fresh ones when again is
-// set), retrying once when the chosen engine left meanwhile.
+// set), retrying once when the chosen engine left meanwhile. The queue's
+// passes hash without the tracking identities, which only a booking needs:
+// they are computed here, so that a queued request is booked under the
+// same identities as one routed at once.
 func (d *Dispatcher) decideOnce(ctx context.Context, sc *policy.Scratch, r *Request, q *policy.Query, ph *phases, again bool) (*Decision, error) {
 	if again {
 		if err := d.prepare(sc, r, q, ph); err != nil {
 			return nil, err
 		}
+	}
+	if err := d.trackHash(sc, r); err != nil {
+		return nil, err
 	}
 	dec, err := d.decide(ctx, sc, q)
 	if errors.Is(err, errEngineGone) {

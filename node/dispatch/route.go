@@ -167,7 +167,8 @@ func (p *Pin) policy() *policy.Pin {
 
 // hashes computes the request's block hashes into sc and, when track is
 // set, its keyed tracking identities: Route's passes that book at once
-// set it; Select, Explain and the admission queue's passes do not.
+// set it; Select, Explain and the admission queue's passes do not (the
+// queue adds them when it books, in decideOnce).
 func (d *Dispatcher) hashes(sc *policy.Scratch, r *Request, track bool) error {
 	if err := hash(sc, r); err != nil || !track {
 		return err

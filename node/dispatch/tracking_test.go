@@ -3,11 +3,13 @@ package dispatch
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kvrouter/kvrouter/routing"
 	"github.com/kvrouter/kvrouter/routing/policy"
+	"github.com/kvrouter/kvrouter/routing/policyclass"
 )
 
 // TestKeyedTrackingKeepsIndexAndLoad checks that with a tracking key the
@@ -40,6 +42,43 @@ func TestKeyedTrackingKeepsIndexAndLoad(t *testing.T) {
 	}
 	if loads["public"] != loads["keyed"] {
 		t.Fatalf("booked load differs: public %+v, keyed %+v", loads["public"], loads["keyed"])
+	}
+}
+
+// TestQueuedRequestsBookKeyedIdentities checks that a request admitted
+// through the admission queue is booked under the keyed identities, as one
+// routed without the queue is: a queued booking and a direct one of the
+// same prompt share their blocks in the tracker, as two direct ones do.
+func TestQueuedRequestsBookKeyedIdentities(t *testing.T) {
+	key, err := routing.NewTrackingKey(bytes.Repeat([]byte{7}, routing.TrackingKeyBytes), "epoch-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := policyclass.Parse(nil, policyclass.Defaults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 1, func(c *Config) {
+		c.TrackingKey = key
+		c.Queue = QueueConfig{Policy: pc, Poll: time.Millisecond}
+	})
+	long := prompt(1000, 32*testBlockSize)
+	queuedDec := f.route(f.req(long)) // through routeQueued
+	defer queuedDec.Done(nil)
+	one := f.active(w1(1)).DecodeBlocks
+	// A direct pass (the one Route takes without a queue) books the same
+	// prompt under keyed identities.
+	sc := f.d.scratch.Get().(*policy.Scratch)
+	defer f.d.scratch.Put(sc)
+	r := f.req(long)
+	q := f.d.query(r)
+	direct, err := f.d.attempt(t0ctx, sc, r, &q, &phases{start: f.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Done(nil)
+	if got := f.active(w1(1)).DecodeBlocks; one != 32 || got != one {
+		t.Fatalf("decode blocks %d after the queued request and %d after the direct one, want 32 and 32 (shared blocks)", one, got)
 	}
 }
 
