@@ -37,10 +37,14 @@ const RememberedRequests = 4096
 // Concurrency: raft calls Apply, ApplyBatch, Snapshot and Restore from one
 // goroutine; the read methods are safe to call concurrently with them.
 type FSM struct {
-	mu      sync.RWMutex
-	st      State
-	idx     *index.Exact
-	applied uint64
+	mu  sync.RWMutex
+	st  State
+	idx *index.Exact
+	// applied is the index of the last entry applied. It is written under
+	// mu, so that a reader holding mu sees it with the tables, and read
+	// without mu by AppliedIndex, which thus never waits for an apply in
+	// progress (readiness asks it often; catchup.go).
+	applied atomic.Uint64
 	// term is the term of the entry at applied, recorded in snapshots so
 	// that a restored durable state commits the snapshot's real term.
 	term   uint64
@@ -85,7 +89,7 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	}
 	f.refreshThresholds()
 	f.refreshIncumbents()
-	f.watch = newOwnershipLog(f.applied) // Ownership change stream: covers what is applied from here on.
+	f.watch = newOwnershipLog(f.applied.Load()) // Ownership change stream: covers what is applied from here on.
 	return f
 }
 
@@ -125,7 +129,8 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	if f.replayed(l) {
 		return &kvrpb.RaftResult{Code: uint32(CodeIgnored), Index: l.Index}
 	}
-	f.applied, f.term = l.Index, l.Term
+	f.applied.Store(l.Index)
+	f.term = l.Term
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -156,12 +161,10 @@ func (f *FSM) Halted() error {
 	return nil
 }
 
-// AppliedIndex returns the index of the last entry applied.
-func (f *FSM) AppliedIndex() uint64 {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.applied
-}
+// AppliedIndex returns the index of the last entry applied: the last
+// command or configuration entry, since raft hands no other entry to an
+// FSM, or a restored snapshot's.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
 // Index returns the exact prefix index the FSM feeds. Routing reads it
 // directly; it lags the log by the apply lag only. During a Restore it is

@@ -63,6 +63,13 @@ func newCluster(t testing.TB, n int) *testCluster {
 // newClusterWith is newCluster with a hook that adjusts each node's config.
 func newClusterWith(t testing.TB, n int, adjust func(*Config)) *testCluster {
 	t.Helper()
+	return newClusterStates(t, n, adjust, nil)
+}
+
+// newClusterStates is newClusterWith with node i's FSM over state(i)
+// (every node's own MemState when state is nil).
+func newClusterStates(t testing.TB, n int, adjust func(*Config), state func(i int) State) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, clock: newFakeClock(), lis: map[string]*bufconn.Listener{}, down: make([]bool, n)}
 	var peers []Peer
 	for i := range n {
@@ -88,7 +95,11 @@ func newClusterWith(t testing.TB, n int, adjust func(*Config)) *testCluster {
 		if adjust != nil {
 			adjust(&cfg)
 		}
-		node, err := New(cfg, Deps{Transport: c.trans[i]})
+		deps := Deps{Transport: c.trans[i]}
+		if state != nil {
+			deps.State = state(i)
+		}
+		node, err := New(cfg, deps)
 		if err != nil {
 			t.Fatal(err)
 		}

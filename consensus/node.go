@@ -49,12 +49,12 @@ type Node struct {
 
 	ready    atomic.Bool
 	caughtUp atomic.Bool // sticky; see CaughtUp
-	// leaderCommit is the highest commit index a leader reported to this
-	// node since it started (catchup.go).
-	leaderCommit atomic.Uint64
-	epoch        atomic.Uint64 // see LeaderEpoch
-	stop         chan struct{}
-	wg           sync.WaitGroup
+	// leaderApplied is the applied index the first ready leader reported
+	// to this node since it started (catchup.go).
+	leaderApplied atomic.Uint64
+	epoch         atomic.Uint64 // see LeaderEpoch
+	stop          chan struct{}
+	wg            sync.WaitGroup
 	// closing, under propMu, stops new local proposals once Shutdown has
 	// begun, so that its barrier comes after every entry this node
 	// proposed; down is closed when raft has shut down, and releases

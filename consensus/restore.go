@@ -51,8 +51,9 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 	f.load(recs)
 	f.refreshThresholds()
 	f.refreshIncumbents()
-	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
-	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.
+	f.applied.Store(hdr.AppliedIndex)
+	f.term = snapshotTerm(hdr, meta)
+	f.watch.reset(hdr.AppliedIndex) // Ownership change stream: watchers below the snapshot start over.
 	f.halted.Store(nil)
 	f.commitDurable(f.term)
 	return nil
