@@ -88,6 +88,18 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// snapshotSending adjusts the config of a scenario in which the leader
+// sends an isolated member a snapshot once healed: a short log (64
+// trailing entries), and a 200 ms lease. The scenario needs the leader
+// to keep leading from the heal until it sent the snapshot: with the
+// tier's 50 ms lease a scheduling stall on a loaded machine deposed it in
+// between, and the third member, whose log was never compacted, sent
+// entries instead.
+func snapshotSending(cfg *consensus.Config) {
+	cfg.TrailingLogs = 64
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+}
+
 // config is a member's config with test-sized raft timeouts.
 func (c *cluster) config(id string) consensus.Config {
 	cfg := consensus.Config{

@@ -99,15 +99,7 @@ func testS14Leader(t *testing.T) {
 	sd := seed(t)
 	start := time.Now()
 	rep := newReport(t, "S14CorruptedSnapshotLeader", sd)
-	// The scenario needs the leader to keep leading from the heal until
-	// it sent the follower a snapshot: with this tier's 50 ms lease a
-	// scheduling stall on a loaded machine deposed it in between, and the
-	// third member, whose log was never compacted, sent entries instead.
-	// A 200 ms lease rides out such stalls.
-	c := newCluster(t, 3, func(cfg *consensus.Config) {
-		cfg.TrailingLogs = 64
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
-	})
+	c := newCluster(t, 3, snapshotSending)
 	l := c.waitLeader(5 * time.Second)
 	f := c.follower(l)
 	w := c.startLoad(4, sd)

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/kvrouter/kvrouter/consensus"
 )
 
 // S16 SnapshotInstallUnderLoad: a follower is cut off until the leader
@@ -18,7 +16,7 @@ func TestS16SnapshotInstallUnderLoad(t *testing.T) {
 	sd := seed(t)
 	start := time.Now()
 	rep := newReport(t, "S16SnapshotInstallUnderLoad", sd)
-	c := newCluster(t, 3, func(cfg *consensus.Config) { cfg.TrailingLogs = 64 })
+	c := newCluster(t, 3, snapshotSending)
 	l := c.waitLeader(5 * time.Second)
 	f := c.follower(l)
 	w := c.startLoad(4, sd)
