@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -61,6 +62,9 @@ type Batcher struct {
 	pending [][]byte
 	bytes   int
 	flushMu sync.Mutex
+	// failed counts the entries that failed to commit (their batches
+	// were dropped), by Run and by Flush.
+	failed atomic.Uint64
 }
 
 // NewBatcher returns a batcher writing through n.
@@ -174,6 +178,9 @@ func (b *Batcher) push(data []byte) error {
 // resolved (applied, or failed by a leadership change or shutdown).
 func (b *Batcher) Run(ctx context.Context) {
 	p := newPipe(b.cfg.InFlight, func(_ int, err error) {
+		if err != nil {
+			b.failed.Add(1)
+		}
 		if err != nil && ctx.Err() == nil {
 			b.n.log.Warn("proposing KV events", "err", err)
 		}
@@ -209,6 +216,8 @@ func (b *Batcher) Flush(ctx context.Context) (int, error) {
 	p := newPipe(b.cfg.InFlight, func(batches int, err error) {
 		if failed = cmp.Or(failed, err); err == nil {
 			done += batches
+		} else {
+			b.failed.Add(1)
 		}
 	})
 	err := b.proposeAll(ctx, b.take(), p)
