@@ -37,14 +37,16 @@ const RememberedRequests = 4096
 // Concurrency: raft calls Apply, ApplyBatch, Snapshot and Restore from one
 // goroutine; the read methods are safe to call concurrently with them.
 type FSM struct {
-	mu  sync.RWMutex
-	st  State
-	idx *index.Exact
-	// applied is the index of the last entry applied. It is written under
-	// mu, so that a reader holding mu sees it with the tables, and read
-	// without mu by AppliedIndex, which thus never waits for an apply in
-	// progress (readiness asks it often; catchup.go).
-	applied atomic.Uint64
+	mu      sync.RWMutex
+	st      State
+	idx     *index.Exact
+	applied uint64
+	// published is applied as of the end of the last Apply, ApplyBatch or
+	// Restore, for AppliedIndex: read without mu, so that readiness
+	// (catchup.go) never waits for an apply in progress, and set only once
+	// every effect of the entries up to it is visible, the lock-free
+	// tables (thresholds, incumbents) included.
+	published atomic.Uint64
 	// term is the term of the entry at applied, recorded in snapshots so
 	// that a restored durable state commits the snapshot's real term.
 	term   uint64
@@ -89,7 +91,8 @@ func NewFSM(st State, idx *index.Exact, log *slog.Logger) *FSM {
 	}
 	f.refreshThresholds()
 	f.refreshIncumbents()
-	f.watch = newOwnershipLog(f.applied.Load()) // Ownership change stream: covers what is applied from here on.
+	f.published.Store(f.applied)
+	f.watch = newOwnershipLog(f.applied) // Ownership change stream: covers what is applied from here on.
 	return f
 }
 
@@ -100,6 +103,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	r := f.applyLocked(l)
 	f.watch.seal(l.Index) // Ownership change stream: one batch per entry that changed ownership.
 	f.commitDurable(l.Term)
+	f.published.Store(f.applied)
 	return r
 }
 
@@ -118,6 +122,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if len(logs) > 0 {
 		f.commitDurable(logs[len(logs)-1].Term)
 	}
+	f.published.Store(f.applied)
 	return out
 }
 
@@ -129,8 +134,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	if f.replayed(l) {
 		return &kvrpb.RaftResult{Code: uint32(CodeIgnored), Index: l.Index}
 	}
-	f.applied.Store(l.Index)
-	f.term = l.Term
+	f.applied, f.term = l.Index, l.Term
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -164,7 +168,7 @@ func (f *FSM) Halted() error {
 // AppliedIndex returns the index of the last entry applied: the last
 // command or configuration entry, since raft hands no other entry to an
 // FSM, or a restored snapshot's.
-func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+func (f *FSM) AppliedIndex() uint64 { return f.published.Load() }
 
 // Index returns the exact prefix index the FSM feeds. Routing reads it
 // directly; it lags the log by the apply lag only. During a Restore it is

@@ -14,8 +14,7 @@ import (
 // exact index from its tables. Called by NewFSM before any apply.
 func (f *FSM) openDurable(d durableState) {
 	f.durable = d
-	f.applied.Store(d.Applied())
-	f.term = d.AppliedTerm()
+	f.applied, f.term = d.Applied(), d.AppliedTerm()
 	d.Ranks(func(w routing.Worker, cursor uint64) bool {
 		f.rebuildRank(w, cursor)
 		return true
@@ -48,13 +47,13 @@ func (f *FSM) commitDurable(term uint64) {
 	if f.durable == nil {
 		return
 	}
-	err := f.durable.Commit(f.applied.Load(), term)
+	err := f.durable.Commit(f.applied, term)
 	if errors.Is(err, store.ErrDiskFull) {
 		return // Retried with the next commit; reported by the store's Observer.
 	}
 	if err != nil && !f.durableFailed {
 		f.durableFailed = true
-		f.log.Error("durable state stopped; it keeps its last committed index", "index", f.applied.Load(), "err", err)
+		f.log.Error("durable state stopped; it keeps its last committed index", "index", f.applied, "err", err)
 	}
 }
 

@@ -51,11 +51,11 @@ func (f *FSM) restore(rc io.ReadCloser, skipOld bool, meta *raft.SnapshotMeta) e
 	f.load(recs)
 	f.refreshThresholds()
 	f.refreshIncumbents()
-	f.applied.Store(hdr.AppliedIndex)
-	f.term = snapshotTerm(hdr, meta)
-	f.watch.reset(hdr.AppliedIndex) // Ownership change stream: watchers below the snapshot start over.
+	f.applied, f.term = hdr.AppliedIndex, snapshotTerm(hdr, meta)
+	f.watch.reset(f.applied) // Ownership change stream: watchers below the snapshot start over.
 	f.halted.Store(nil)
 	f.commitDurable(f.term)
+	f.published.Store(f.applied)
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (f *FSM) StateHash() (uint64, uint64) {
 	for _, r := range f.records() {
 		buf, _ = writeRecord(h, r, buf)
 	}
-	return f.applied.Load(), h.Sum64()
+	return f.applied, h.Sum64()
 }
 
 // fsmSnapshot is a point-in-time copy of the tables.
@@ -124,7 +124,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.Halted(); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{applied: f.applied.Load(), term: f.term, recs: f.records()}, nil
+	return &fsmSnapshot{applied: f.applied, term: f.term, recs: f.records()}, nil
 }
 
 // Persist implements raft.FSMSnapshot: header, records, a zero length,

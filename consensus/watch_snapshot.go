@@ -40,7 +40,7 @@ func (f *FSM) Ownership() *OwnershipLog { return f.watch }
 // every batch above it is pushed after the snapshot was taken.
 func (f *FSM) OwnershipSnapshot() OwnershipSnapshot {
 	f.mu.RLock()
-	snap := OwnershipSnapshot{Index: f.applied.Load()}
+	snap := OwnershipSnapshot{Index: f.applied}
 	var ranks []routing.Worker
 	f.st.Ranks(func(w routing.Worker, _ uint64) bool { ranks = append(ranks, w); return true })
 	lister, direct := f.st.(ownedLister)
