@@ -36,7 +36,7 @@ func NewRaftCollector(src RaftSource) prometheus.Collector {
 		hasLeader:     d("kvrouter_raft_has_leader", "1 while this member knows a raft leader."),
 		term:          d("kvrouter_raft_term", "Current raft term."),
 		commit:        d("kvrouter_raft_commit_index", "Highest raft log index known committed."),
-		applied:       d("kvrouter_raft_applied_index", "Highest raft log index applied to this member's tables."),
+		applied:       d("kvrouter_raft_applied_index", "Highest raft log index raft handed to this member's tables, which apply it shortly after."),
 		lastLogIndex:  d("kvrouter_raft_last_log_index", "Highest raft log index stored on this member."),
 		lastContact:   d("kvrouter_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader)."),
 		configMembers: d("kvrouter_raft_voters", "Voters in this member's latest raft configuration."),
