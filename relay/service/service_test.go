@@ -417,23 +417,33 @@ func poolDomain() producer.Domain {
 		HashSeed: routing.HashSeed}
 }
 
-// TestWaitReadyReturnsWhenRunFails checks that a relay that cannot start
-// (its publication address is taken) ends WaitReady with Run's error
-// instead of leaving it waiting.
-func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
+// failingStart returns the config of a relay in a DC with NATS and no
+// node, and an address that is taken, for the caller to give the relay
+// one of its listeners.
+func failingStart(t *testing.T) (service.Config, string) {
+	t.Helper()
 	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bus.Close()
+	t.Cleanup(bus.Close)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
-	r, err := service.New(service.Config{DC: "a", NATS: bus.URL(), Nodes: []string{"http://127.0.0.1:1"},
-		ClusterAPIs: []string{"127.0.0.1:1"}, GatewayAddr: "127.0.0.1:0", PublishAddr: taken.Addr().String(),
-		Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}}, Log: testLog()})
+	t.Cleanup(func() { _ = taken.Close() })
+	return service.Config{DC: "a", NATS: bus.URL(), Nodes: []string{"http://127.0.0.1:1"},
+		ClusterAPIs: []string{"127.0.0.1:1"}, GatewayAddr: "127.0.0.1:0", PublishAddr: "127.0.0.1:0",
+		Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}}, Log: testLog()}, taken.Addr().String()
+}
+
+// TestWaitReadyReturnsWhenRunFails checks that a relay that cannot start
+// (its publication address is taken) ends WaitReady with Run's error
+// instead of leaving it waiting.
+func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
+	cfg, taken := failingStart(t)
+	cfg.PublishAddr = taken
+	r, err := service.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,22 +464,10 @@ func TestWaitReadyReturnsWhenRunFails(t *testing.T) {
 // those lanes, its publication server and its connections before Run
 // returns, instead of leaving them running in the process.
 func TestFailedStartStopsWhatItStarted(t *testing.T) {
-	bus, err := natsbus.Open(natsbus.Config{URL: natsbus.Embedded, EmbeddedAddr: "127.0.0.1:0"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	cfg, taken := failingStart(t)
 	before := goleak.IgnoreCurrent()
-	cfg := service.Config{DC: "a", NATS: bus.URL(), Nodes: []string{"http://127.0.0.1:1"},
-		ClusterAPIs: []string{"127.0.0.1:1"}, GatewayAddr: "127.0.0.1:0", PublishAddr: "127.0.0.1:0",
-		Peers: []service.Peer{{DC: "b", PublishAddr: freeAddr(t), GatewayURL: "http://" + freeAddr(t)}},
-		Pools: []gateway.Pool{{Model: mocker.DefaultModel, BlockSize: blockSize}}, Log: testLog()}
-	cfg.Edge.AdminAddr = taken.Addr().String()
+	cfg.Peers = []service.Peer{{DC: "b", PublishAddr: freeAddr(t), GatewayURL: "http://" + freeAddr(t)}}
+	cfg.Edge.AdminAddr = taken
 	r, err := service.New(cfg)
 	if err != nil {
 		t.Fatal(err)
